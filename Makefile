@@ -1,0 +1,52 @@
+# Two commands set everything up on a fresh machine: `make demo` and `make test`.
+# Both create .venv from requirements.lock (the one lock file) when it is missing.
+
+PYTHON_VERSION := $(shell cat .python-version)
+PYENV_ROOT ?= $(HOME)/.pyenv
+BASE_PYTHON := $(firstword $(wildcard $(PYENV_ROOT)/versions/$(PYTHON_VERSION)/bin/python) $(shell command -v python3.10))
+UV_VERSION := 0.13.9
+VENV := .venv
+PY := $(VENV)/bin/python
+UV := $(VENV)/bin/uv
+STAMP := $(VENV)/.installed
+# Must be set before TensorFlow is imported anywhere (see README, "Keras flavour").
+export TF_USE_LEGACY_KERAS := 1
+export TF_CPP_MIN_LOG_LEVEL ?= 2
+export PYTHONWARNINGS ?= ignore::FutureWarning
+
+DEMO_OUTPUT ?= outputs/demo
+PYTEST_ARGS ?=
+
+.PHONY: venv demo test test-fast bench sample lint clean
+
+venv: $(STAMP)
+
+$(STAMP): requirements.lock setup.py
+	@test -n "$(BASE_PYTHON)" || { echo "Python $(PYTHON_VERSION) not found: install it with 'pyenv install $(PYTHON_VERSION)'" >&2; exit 1; }
+	test -x $(PY) || $(BASE_PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
+	$(UV) pip install --quiet --python $(PY) -r requirements.lock
+	$(UV) pip install --quiet --python $(PY) --no-deps -e .
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/autostrategy run --output $(DEMO_OUTPUT)
+
+test: $(STAMP)
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+test-fast: $(STAMP)
+	$(PY) -m pytest -m "not e2e and not slow" $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	$(VENV)/bin/autostrategy bench
+
+sample: $(STAMP)
+	$(PY) -m tfx_autostrategy.sample_data --rows 3000 --output tfx_autostrategy/sample
+
+# Regenerates requirements.lock from requirements.in (needs network access to PyPI).
+lock: $(STAMP)
+	$(UV) pip compile requirements.in --python-version 3.10 --python-platform x86_64-manylinux_2_36 -o requirements.lock
+
+clean:
+	rm -rf $(VENV) outputs .pytest_cache

@@ -1,0 +1,175 @@
+"""Keras text classifiers over the fixed-length ids produced by Transform.
+
+Every builder returns an uncompiled `tf.keras.Model` whose inputs are named
+after the transformed features and whose output is one float32 probability
+per example, whatever the mixed-precision policy: serving stays float32.
+Callers build and compile inside `strategy.scope()`.
+"""
+
+from typing import Callable, Dict
+
+import tensorflow as tf
+
+from tfx_autostrategy.components import settings as settings_lib
+
+
+def _inputs(text_settings: settings_lib.TextSettings) -> Dict[str, tf.keras.Input]:
+  inputs = {
+      settings_lib.TEXT_IDS:
+          tf.keras.Input(shape=(text_settings.sequence_length,), dtype=tf.int64,
+                         name=settings_lib.TEXT_IDS)
+  }
+  if text_settings.char_ngram_min:
+    inputs[settings_lib.CHAR_NGRAMS] = tf.keras.Input(
+        shape=(text_settings.char_ngram_length,), dtype=tf.int64,
+        name=settings_lib.CHAR_NGRAMS)
+  return inputs
+
+
+def _probability(x: tf.Tensor) -> tf.Tensor:
+  # The output layer computes in float32 so that mixed_bfloat16/float16
+  # training still serves float32 probabilities.
+  return tf.keras.layers.Dense(
+      1, activation='sigmoid', dtype='float32', name='probability')(x)
+
+
+def _masked_mean(ids: tf.Tensor, vocab_size: int, dim: int, name: str) -> tf.Tensor:
+  embedded = tf.keras.layers.Embedding(
+      vocab_size, dim, mask_zero=True, name=name + '_embedding')(ids)
+  return tf.keras.layers.GlobalAveragePooling1D(name=name + '_mean')(embedded)
+
+
+def build_bow(text_settings: settings_lib.TextSettings,
+              trainer_settings: settings_lib.TrainerSettings) -> tf.keras.Model:
+  """fastText-style bag of word and character n-gram embeddings."""
+  del trainer_settings  # The bag-of-embeddings model has no extra settings.
+  inputs = _inputs(text_settings)
+  features = [
+      _masked_mean(inputs[settings_lib.TEXT_IDS],
+                   text_settings.word_vocab_size, 64, 'words')
+  ]
+  if settings_lib.CHAR_NGRAMS in inputs:
+    features.append(
+        _masked_mean(inputs[settings_lib.CHAR_NGRAMS],
+                     text_settings.char_vocab_size, 64, 'char_ngrams'))
+  x = (tf.keras.layers.Concatenate()(features)
+       if len(features) > 1 else features[0])
+  x = tf.keras.layers.Dropout(0.2)(x)
+  x = tf.keras.layers.Dense(64, activation='relu')(x)
+  return tf.keras.Model(inputs, _probability(x), name='bow')
+
+
+class PositionalEmbedding(tf.keras.layers.Layer):
+  """Token embedding plus a learned position embedding; 0 ids are masked."""
+
+  def __init__(self, sequence_length: int, vocab_size: int, dim: int, **kwargs):
+    super().__init__(**kwargs)
+    self.sequence_length = sequence_length
+    self.vocab_size = vocab_size
+    self.dim = dim
+    self.tokens = tf.keras.layers.Embedding(vocab_size, dim)
+    self.positions = tf.keras.layers.Embedding(sequence_length, dim)
+
+  def call(self, ids):
+    positions = tf.range(self.sequence_length)
+    return self.tokens(ids) + self.positions(positions)
+
+  def compute_mask(self, ids, mask=None):
+    return tf.not_equal(ids, 0)
+
+  def get_config(self):
+    config = super().get_config()
+    config.update(sequence_length=self.sequence_length,
+                  vocab_size=self.vocab_size, dim=self.dim)
+    return config
+
+
+def build_transformer(text_settings: settings_lib.TextSettings,
+                      trainer_settings: settings_lib.TrainerSettings
+                     ) -> tf.keras.Model:
+  """A small Transformer encoder: attention, feed-forward, masked pooling."""
+  del trainer_settings
+  dim, heads = 64, 2
+  inputs = _inputs(text_settings)
+  ids = inputs[settings_lib.TEXT_IDS]
+  # The embedding's mask (id 0 is padding) propagates through attention,
+  # the residual adds and layer norms down to the pooling.
+  x = PositionalEmbedding(text_settings.sequence_length,
+                          text_settings.word_vocab_size, dim)(ids)
+  attended = tf.keras.layers.MultiHeadAttention(
+      num_heads=heads, key_dim=dim // heads)(x, x)
+  x = tf.keras.layers.LayerNormalization()(
+      tf.keras.layers.Add()([x, attended]))
+  ffn = tf.keras.layers.Dense(dim * 2, activation='relu')(x)
+  x = tf.keras.layers.LayerNormalization()(
+      tf.keras.layers.Add()([x, tf.keras.layers.Dense(dim)(ffn)]))
+  x = tf.keras.layers.GlobalAveragePooling1D()(x)
+  features = [x]
+  if settings_lib.CHAR_NGRAMS in inputs:
+    features.append(
+        _masked_mean(inputs[settings_lib.CHAR_NGRAMS],
+                     text_settings.char_vocab_size, dim, 'char_ngrams'))
+  x = (tf.keras.layers.Concatenate()(features)
+       if len(features) > 1 else features[0])
+  x = tf.keras.layers.Dropout(0.1)(x)
+  return tf.keras.Model(inputs, _probability(x), name='transformer')
+
+
+class BertInputs(tf.keras.layers.Layer):
+  """Turns padded ids into the TF Hub BERT-family encoder inputs."""
+
+  def call(self, ids):
+    ids = tf.cast(ids, tf.int32)
+    return {
+        'input_word_ids': ids,
+        'input_mask': tf.cast(tf.not_equal(ids, 0), tf.int32),
+        'input_type_ids': tf.zeros_like(ids),
+    }
+
+
+def build_hub(text_settings: settings_lib.TextSettings,
+              trainer_settings: settings_lib.TrainerSettings) -> tf.keras.Model:
+  """A pretrained encoder from a local SavedModel / TF Hub directory.
+
+  The encoder follows the TF Hub BERT-family convention: it takes a dict of
+  `input_word_ids`, `input_mask` and `input_type_ids` (`[batch, length]`
+  int32) and returns a dict with `pooled_output` `[batch, dim]`. Pair it with
+  `tokenizer=sentencepiece` and the encoder's own SentencePiece model so the
+  ids match its vocabulary.
+  """
+  import tensorflow_hub as hub  # pylint: disable=g-import-not-at-top
+  inputs = {
+      settings_lib.TEXT_IDS:
+          tf.keras.Input(shape=(text_settings.sequence_length,), dtype=tf.int64,
+                         name=settings_lib.TEXT_IDS)
+  }
+  encoder = hub.KerasLayer(trainer_settings.hub_model_path, trainable=True,
+                           name='encoder')
+  encoded = encoder(BertInputs()(inputs[settings_lib.TEXT_IDS]))
+  x = tf.keras.layers.Dropout(0.1)(encoded['pooled_output'])
+  return tf.keras.Model(inputs, _probability(x), name='hub')
+
+
+BUILDERS: Dict[str, Callable[..., tf.keras.Model]] = {
+    'bow': build_bow,
+    'transformer': build_transformer,
+    'hub': build_hub,
+}
+
+
+def build(text_settings: settings_lib.TextSettings,
+          trainer_settings: settings_lib.TrainerSettings) -> tf.keras.Model:
+  """Builds the model named by `trainer_settings.model` (uncompiled)."""
+  return BUILDERS[trainer_settings.model](text_settings, trainer_settings)
+
+
+def compile_model(model: tf.keras.Model,
+                  trainer_settings: settings_lib.TrainerSettings,
+                  steps_per_execution: int) -> None:
+  """Compiles for binary classification; call inside `strategy.scope()`."""
+  model.compile(
+      optimizer=tf.keras.optimizers.Adam(trainer_settings.learning_rate),
+      loss=tf.keras.losses.BinaryCrossentropy(),
+      metrics=[tf.keras.metrics.AUC(name='auc'),
+               tf.keras.metrics.BinaryAccuracy(name='accuracy')],
+      steps_per_execution=steps_per_execution)

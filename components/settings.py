@@ -1,0 +1,140 @@
+"""Structured settings shared by the pipeline, Transform and the Trainer.
+
+TFX component parameters only carry primitives, so structured settings travel
+as JSON: `to_json` produces it and `from_json` parses it, and nothing else in
+the code base builds or reads that JSON by hand.
+"""
+
+import dataclasses
+import json
+from typing import Any, Dict, Type, TypeVar
+
+T = TypeVar('T')
+
+# Names of the transformed features the Trainer consumes.
+TEXT_IDS = 'text_ids'
+CHAR_NGRAMS = 'char_ngrams'
+LABEL = 'label'
+
+MODELS = ('bow', 'transformer', 'hub')
+ACCELERATORS = ('auto', 'tpu', 'gpu', 'cpu')
+TOKENIZERS = ('words', 'sentencepiece')
+
+
+def transformed_name(key: str) -> str:
+  """Returns the name a raw feature has after Transform."""
+  return key + '_xf'
+
+
+@dataclasses.dataclass(frozen=True)
+class TextSettings:
+  """How raw text becomes fixed-length ids (read by Transform and serving).
+
+  Attributes:
+    text_column: raw CSV column holding the text.
+    label_column: raw CSV column holding the 0/1 label.
+    id_column: raw CSV column holding the row id ('' if there is none).
+    slice_column: raw CSV column to slice metrics by ('' for none).
+    sequence_length: number of word/piece ids per example after padding.
+    vocab_size: top-k words kept in the vocabulary.
+    vocab_min_frequency: words seen fewer times are out of vocabulary.
+    num_oov_buckets: hash buckets for out-of-vocabulary words.
+    char_ngram_min: shortest character n-gram (0 disables n-grams).
+    char_ngram_max: longest character n-gram.
+    char_ngram_buckets: hash buckets for character n-grams.
+    char_ngram_length: number of n-gram ids per example after padding.
+    tokenizer: 'words' (vocabulary) or 'sentencepiece'.
+    sentencepiece_model: path of a SentencePiece model file.
+  """
+  text_column: str = 'comment_text'
+  label_column: str = 'toxic'
+  id_column: str = 'id'
+  slice_column: str = 'lang'
+  sequence_length: int = 64
+  vocab_size: int = 20000
+  vocab_min_frequency: int = 2
+  num_oov_buckets: int = 64
+  char_ngram_min: int = 2
+  char_ngram_max: int = 4
+  char_ngram_buckets: int = 50000
+  char_ngram_length: int = 256
+  tokenizer: str = 'words'
+  sentencepiece_model: str = ''
+
+  def __post_init__(self):
+    if self.sequence_length < 1:
+      raise ValueError(f'sequence_length must be >= 1, got {self.sequence_length}')
+    if self.tokenizer not in TOKENIZERS:
+      raise ValueError(
+          f'tokenizer must be one of {TOKENIZERS}, got {self.tokenizer!r}')
+    if self.tokenizer == 'sentencepiece' and not self.sentencepiece_model:
+      raise ValueError('tokenizer=sentencepiece needs sentencepiece_model')
+    if self.char_ngram_min and self.char_ngram_max < self.char_ngram_min:
+      raise ValueError('char_ngram_max must be >= char_ngram_min')
+
+  @property
+  def word_vocab_size(self) -> int:
+    """Size of the id space of `TEXT_IDS` (0 is padding)."""
+    return self.vocab_size + self.num_oov_buckets + 1
+
+  @property
+  def char_vocab_size(self) -> int:
+    """Size of the id space of `CHAR_NGRAMS` (0 is padding)."""
+    return self.char_ngram_buckets + 1
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainerSettings:
+  """How the Trainer trains; every field is a primitive component parameter.
+
+  Attributes:
+    model: one of `MODELS`.
+    epochs: passes over the training split.
+    per_replica_batch_size: examples per replica per step.
+    learning_rate: optimizer learning rate.
+    accelerator: one of `ACCELERATORS`.
+    steps_per_execution: Keras steps per tf.function call (0 = device default).
+    precision: mixed precision policy ('' = device default).
+    hub_model_path: SavedModel directory of a pretrained encoder (model=hub).
+  """
+  model: str = 'bow'
+  epochs: int = 3
+  per_replica_batch_size: int = 32
+  learning_rate: float = 2e-3
+  accelerator: str = 'auto'
+  steps_per_execution: int = 0
+  precision: str = ''
+  hub_model_path: str = ''
+
+  def __post_init__(self):
+    if self.model not in MODELS:
+      raise ValueError(f'model must be one of {MODELS}, got {self.model!r}')
+    if self.accelerator not in ACCELERATORS:
+      raise ValueError(
+          f'accelerator must be one of {ACCELERATORS}, got {self.accelerator!r}')
+    if self.epochs < 1:
+      raise ValueError(f'epochs must be >= 1, got {self.epochs}')
+    if self.per_replica_batch_size < 1:
+      raise ValueError(
+          f'per_replica_batch_size must be >= 1, got {self.per_replica_batch_size}')
+    if self.model == 'hub' and not self.hub_model_path:
+      raise ValueError('model=hub needs hub_model_path')
+
+
+def to_json(settings: Any) -> str:
+  """Serialises a settings dataclass to the JSON carried by TFX parameters."""
+  return json.dumps(dataclasses.asdict(settings), sort_keys=True)
+
+
+def from_json(cls: Type[T], text: Any) -> T:
+  """Parses JSON (or an already-parsed dict) into the settings dataclass `cls`.
+
+  Unknown keys are an error, so a misspelt setting never silently falls back to
+  its default.
+  """
+  values: Dict[str, Any] = json.loads(text) if isinstance(text, str) else dict(text or {})
+  known = {f.name for f in dataclasses.fields(cls)}
+  unknown = sorted(set(values) - known)
+  if unknown:
+    raise ValueError(f'unknown {cls.__name__} keys: {unknown}')
+  return cls(**values)

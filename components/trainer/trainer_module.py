@@ -1,0 +1,255 @@
+"""The accelerator-aware `run_fn` that AutoStrategyTrainer runs.
+
+This directory is the Trainer's `module_file` package: TFX hashes it into the
+Trainer cache key, so editing this file re-runs the Trainer (and only it).
+The same `run_fn` also works with the stock TFX Trainer when `custom_config`
+carries the settings and `train_args`/`eval_args` carry the step counts.
+"""
+
+import json
+import logging
+import os
+from typing import Any, Dict, Optional, Tuple
+
+import tensorflow as tf
+import tensorflow_transform as tft
+from tfx_bsl.public import tfxio
+
+from tfx_autostrategy.components import accelerator
+from tfx_autostrategy.components import models
+from tfx_autostrategy.components import settings as settings_lib
+
+# Keys of `fn_args.custom_config` (written by the executor).
+TRAINER_KEY = 'trainer'
+TEXT_KEY = 'text'
+EXAMPLE_COUNTS_KEY = 'example_counts'
+BACKUP_DIR_KEY = 'backup_dir'
+
+HISTORY_FILE = 'history.json'
+SERVING_SIGNATURE = 'serving_default'
+TRANSFORM_SIGNATURE = 'transform_features'
+PROBABILITIES = 'probabilities'
+
+
+class TrainingDataError(ValueError):
+  """The training data cannot train the model as configured."""
+
+
+def steps_for_split(split: str, num_steps: Optional[int],
+                    example_counts: Dict[str, int], global_batch_size: int,
+                    divide_by: int = 1) -> int:
+  """Steps per epoch for a split, from explicit steps or the example count.
+
+  Args:
+    split: split name, for messages.
+    num_steps: explicit total steps (`train_args`/`eval_args`), or None/0.
+    example_counts: examples per split, from the statistics artifact.
+    global_batch_size: examples per step over all replicas.
+    divide_by: number of epochs the explicit steps are spread over.
+
+  Returns:
+    Whole steps per epoch: every step sees one full global batch.
+
+  Raises:
+    TrainingDataError: the split has fewer examples than one global batch, or
+      neither steps nor counts are known.
+  """
+  if num_steps:
+    return max(1, num_steps // divide_by)
+  if split not in example_counts:
+    raise TrainingDataError(
+        f'cannot derive steps for split {split!r}: no example count (pass the '
+        'StatisticsGen output as `statistics`, or set num_steps)')
+  count = int(example_counts[split])
+  if count < global_batch_size:
+    raise TrainingDataError(
+        f'split {split!r} has {count} examples, fewer than one global batch '
+        f'of {global_batch_size}; use more data or a smaller '
+        '--per-replica-batch-size')
+  return count // global_batch_size
+
+
+def check_static_shapes(dataset: tf.data.Dataset) -> None:
+  """Raises if any feature's batch or feature dimension is not static.
+
+  TPUs and XLA need static shapes; a dynamic dimension would otherwise show up
+  later as a recompilation per batch or an obscure XLA error.
+  """
+  features, label = dataset.element_spec
+  specs = dict(features)
+  specs['<label>'] = label
+  for name, spec in sorted(specs.items()):
+    if not isinstance(spec, tf.TensorSpec) or not spec.shape.is_fully_defined():
+      raise TrainingDataError(
+          f'feature {name!r} has no static shape ({spec}); Transform must '
+          'output dense fixed-length tensors and batches must drop the '
+          'remainder')
+
+
+def input_dataset(file_pattern, data_accessor, tf_transform_output,
+                  global_batch_size: int, shuffle: bool) -> tf.data.Dataset:
+  """Fixed-shape, repeated batches of transformed examples."""
+  dataset = data_accessor.tf_dataset_factory(
+      file_pattern,
+      tfxio.TensorFlowDatasetOptions(
+          batch_size=global_batch_size,
+          label_key=settings_lib.LABEL,
+          drop_final_batch=True,
+          shuffle=shuffle,
+          shuffle_seed=0 if shuffle else None),
+      tf_transform_output.transformed_metadata.schema)
+  options = tf.data.Options()
+  # Transform writes few files; shard by element so every worker gets data.
+  options.experimental_distribute.auto_shard_policy = (
+      tf.data.experimental.AutoShardPolicy.DATA)
+  return dataset.with_options(options)
+
+
+class EpochLog(tf.keras.callbacks.Callback):
+  """Logs epoch boundaries and keeps the history in `model_run_dir`.
+
+  The history survives a restart: BackupAndRestore skips finished epochs, and
+  the log shows which epoch a resumed run started from.
+  """
+
+  def __init__(self, history_path: str, epochs: int):
+    super().__init__()
+    self._history_path = history_path
+    self._epochs = epochs
+
+  def on_epoch_begin(self, epoch, logs=None):
+    logging.info('autostrategy: epoch %d/%d started', epoch + 1, self._epochs)
+
+  def on_epoch_end(self, epoch, logs=None):
+    history = []
+    if tf.io.gfile.exists(self._history_path):
+      with tf.io.gfile.GFile(self._history_path) as f:
+        history = json.load(f)
+    history.append({'epoch': epoch + 1,
+                    **{k: float(v) for k, v in (logs or {}).items()}})
+    with tf.io.gfile.GFile(self._history_path, 'w') as f:
+      json.dump(history, f)
+    logging.info('autostrategy: epoch %d/%d finished %s', epoch + 1,
+                 self._epochs, json.dumps(history[-1], sort_keys=True))
+
+
+def _serving_signatures(model: tf.keras.Model, tf_transform_output,
+                        text_column: str) -> Dict[str, Any]:
+  """`serving_default` (raw text examples) and `transform_features`."""
+  model.tft_layer = tf_transform_output.transform_features_layer()
+  raw_spec = tf_transform_output.raw_feature_spec()
+  serving_spec = {text_column: raw_spec[text_column]}
+  model_inputs = list(model.input_names)
+
+  @tf.function(input_signature=[
+      tf.TensorSpec(shape=[None], dtype=tf.string, name='examples')])
+  def serve(serialized):
+    parsed = tf.io.parse_example(serialized, serving_spec)
+    transformed = model.tft_layer(parsed)
+    probabilities = model({k: transformed[k] for k in model_inputs})
+    return {PROBABILITIES: tf.reshape(tf.cast(probabilities, tf.float32), [-1])}
+
+  @tf.function(input_signature=[
+      tf.TensorSpec(shape=[None], dtype=tf.string, name='examples')])
+  def transform_features(serialized):
+    parsed = tf.io.parse_example(serialized, raw_spec)
+    return model.tft_layer(parsed)
+
+  return {SERVING_SIGNATURE: serve, TRANSFORM_SIGNATURE: transform_features}
+
+
+def export_serving_model(model: tf.keras.Model, tf_transform_output,
+                         text_column: str, export_dir: str) -> None:
+  """Saves a SavedModel that takes serialized raw `tf.Example`s."""
+  signatures = _serving_signatures(model, tf_transform_output, text_column)
+  model.save(export_dir, save_format='tf', signatures=signatures)
+
+
+def settings_from_config(custom_config: Optional[Dict[str, Any]]
+                        ) -> Tuple[settings_lib.TrainerSettings,
+                                   settings_lib.TextSettings]:
+  """Parses the trainer and text settings carried by `custom_config`."""
+  custom_config = custom_config or {}
+  return (settings_lib.from_json(settings_lib.TrainerSettings,
+                                 custom_config.get(TRAINER_KEY, '{}')),
+          settings_lib.from_json(settings_lib.TextSettings,
+                                 custom_config.get(TEXT_KEY, '{}')))
+
+
+def _check_keras_flavour() -> None:
+  if not hasattr(tf.keras, '__internal__') or 'keras.src' in tf.keras.__name__:
+    raise RuntimeError(
+        'tf.keras is Keras 3; set TF_USE_LEGACY_KERAS=1 before TensorFlow is '
+        'imported (the autostrategy CLI and container image do this)')
+
+
+# TFX Trainer will call this function.
+def run_fn(fn_args) -> None:
+  """Trains with the strategy that fits this machine and exports for serving.
+
+  Reads `fn_args`: `train_files`, `eval_files`, `transform_output`,
+  `data_accessor`, `train_steps`, `eval_steps`, `serving_model_dir`,
+  `model_run_dir`, `base_model` and `custom_config` (keys `trainer`, `text`,
+  `example_counts`, `backup_dir`).
+
+  Raises:
+    TrainingDataError: a split is smaller than one global batch, or a feature
+      has no static shape.
+  """
+  _check_keras_flavour()
+  trainer_settings, text_settings = settings_from_config(fn_args.custom_config)
+  custom_config = fn_args.custom_config or {}
+  strategy, plan, info = accelerator.resolve(
+      trainer_settings.accelerator,
+      trainer_settings.per_replica_batch_size,
+      precision=trainer_settings.precision,
+      steps_per_execution=trainer_settings.steps_per_execution)
+  logging.info('autostrategy: %s', json.dumps(plan.to_dict(), sort_keys=True))
+
+  example_counts = custom_config.get(EXAMPLE_COUNTS_KEY, {})
+  epochs = trainer_settings.epochs
+  steps_per_epoch = steps_for_split('train', fn_args.train_steps,
+                                    example_counts, plan.global_batch_size,
+                                    divide_by=epochs)
+  eval_steps = steps_for_split('eval', fn_args.eval_steps, example_counts,
+                               plan.global_batch_size)
+
+  tf_transform_output = tft.TFTransformOutput(fn_args.transform_output)
+  train_dataset = input_dataset(fn_args.train_files, fn_args.data_accessor,
+                                tf_transform_output, plan.global_batch_size,
+                                shuffle=True)
+  eval_dataset = input_dataset(fn_args.eval_files, fn_args.data_accessor,
+                               tf_transform_output, plan.global_batch_size,
+                               shuffle=False)
+  check_static_shapes(train_dataset)
+
+  accelerator.apply_precision(plan.precision)
+  try:
+    # Only model construction and compile belong inside the scope.
+    with strategy.scope():
+      model = models.build(text_settings, trainer_settings)
+      if fn_args.base_model:
+        model.load_weights(fn_args.base_model)
+      models.compile_model(model, trainer_settings, plan.steps_per_execution)
+
+    backup_dir = custom_config.get(BACKUP_DIR_KEY) or os.path.join(
+        fn_args.model_run_dir, 'backup')
+    callbacks = [
+        tf.keras.callbacks.BackupAndRestore(backup_dir),
+        tf.keras.callbacks.TensorBoard(fn_args.model_run_dir,
+                                       update_freq='epoch'),
+        EpochLog(os.path.join(fn_args.model_run_dir, HISTORY_FILE), epochs),
+    ]
+    model.fit(train_dataset, epochs=epochs, steps_per_epoch=steps_per_epoch,
+              validation_data=eval_dataset, validation_steps=eval_steps,
+              callbacks=callbacks, verbose=2)
+  finally:
+    accelerator.apply_precision('float32')
+
+  # Every worker saves (collective ops need all of them); only the chief's
+  # copy is kept.
+  export_dir = accelerator.export_dir_for(info, fn_args.serving_model_dir)
+  export_serving_model(model, tf_transform_output, text_settings.text_column,
+                       export_dir)
+  if export_dir != fn_args.serving_model_dir:
+    accelerator.cleanup(export_dir)

@@ -1,0 +1,194 @@
+"""What each `--accelerator` value means: the one table of Trainer machines.
+
+Every value names one machine shape, used two ways:
+
+- on Vertex AI, the worker pools of the custom job the Trainer runs as
+  (`vertex_worker_pool_specs`, the `CustomJobSpec.worker_pool_specs` dicts);
+- on plain Kubeflow Pipelines, the resource request of the Trainer's own
+  container (`kubeflow_resources`, turned into a KFP `ResourceSpec` by the
+  compiler).
+
+Pure Python with no TFX import, so the CLI rejects a bad value at once.
+"""
+
+import dataclasses
+from typing import Any, Dict, List, Tuple
+
+# What the Trainer must find on the machine (TrainerSettings.accelerator):
+# insisting on it makes a mis-provisioned job fail at once instead of training
+# on the host CPU.
+CPU = 'cpu'
+GPU = 'gpu'
+TPU = 'tpu'
+
+# Kubernetes extended-resource names that device plugins advertise; the KFP
+# backend turns a ResourceSpec accelerator type into a container limit of that
+# name verbatim.
+_K8S_ACCELERATOR_RESOURCE = {GPU: 'nvidia.com/gpu', TPU: 'google.com/tpu'}
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkerPool:
+  """One Trainer machine shape.
+
+  Attributes:
+    name: the `--accelerator` value.
+    kind: CPU, GPU or TPU (becomes TrainerSettings.accelerator).
+    machine_type: Compute Engine / Vertex AI machine type.
+    accelerator_type: Vertex AI `AcceleratorType` enum name ('' for none).
+    accelerator_count: accelerators (GPUs, TPU cores or chips) per machine.
+    tpu_topology: TPU slice topology, where Vertex AI asks for one.
+    tpu_chips: TPU chips per machine (Kubernetes counts TPUs in chips; a v3-8
+      has 4 chips of 2 cores).
+    vcpus: vCPUs of the machine.
+    memory_gb: memory of the machine in GB.
+    multi_worker: whether several machines of this shape can train together
+      (MultiWorkerMirroredStrategy); a TPU slice is one machine here.
+  """
+  name: str
+  kind: str
+  machine_type: str
+  accelerator_type: str = ''
+  accelerator_count: int = 0
+  tpu_topology: str = ''
+  tpu_chips: int = 0
+  vcpus: int = 0
+  memory_gb: int = 0
+  multi_worker: bool = True
+
+
+_POOLS: Tuple[WorkerPool, ...] = (
+    WorkerPool('cpu', CPU, 'n1-standard-8', vcpus=8, memory_gb=30),
+    WorkerPool('nvidia-t4', GPU, 'n1-standard-8', 'NVIDIA_TESLA_T4', 1,
+               vcpus=8, memory_gb=30),
+    WorkerPool('nvidia-t4x2', GPU, 'n1-standard-16', 'NVIDIA_TESLA_T4', 2,
+               vcpus=16, memory_gb=60),
+    WorkerPool('nvidia-t4x4', GPU, 'n1-standard-32', 'NVIDIA_TESLA_T4', 4,
+               vcpus=32, memory_gb=120),
+    # G2 and A2 machine types come with their GPUs: the count follows the type.
+    WorkerPool('nvidia-l4', GPU, 'g2-standard-8', 'NVIDIA_L4', 1,
+               vcpus=8, memory_gb=32),
+    WorkerPool('nvidia-l4x2', GPU, 'g2-standard-24', 'NVIDIA_L4', 2,
+               vcpus=24, memory_gb=96),
+    WorkerPool('nvidia-l4x4', GPU, 'g2-standard-48', 'NVIDIA_L4', 4,
+               vcpus=48, memory_gb=192),
+    WorkerPool('nvidia-l4x8', GPU, 'g2-standard-96', 'NVIDIA_L4', 8,
+               vcpus=96, memory_gb=384),
+    WorkerPool('nvidia-a100', GPU, 'a2-highgpu-1g', 'NVIDIA_TESLA_A100', 1,
+               vcpus=12, memory_gb=85),
+    WorkerPool('nvidia-a100x2', GPU, 'a2-highgpu-2g', 'NVIDIA_TESLA_A100', 2,
+               vcpus=24, memory_gb=170),
+    WorkerPool('nvidia-a100x4', GPU, 'a2-highgpu-4g', 'NVIDIA_TESLA_A100', 4,
+               vcpus=48, memory_gb=340),
+    WorkerPool('nvidia-a100x8', GPU, 'a2-highgpu-8g', 'NVIDIA_TESLA_A100', 8,
+               vcpus=96, memory_gb=680),
+    # Vertex AI runs v2/v3 as TPU VMs on the `cloud-tpu` machine type (8 cores);
+    # v5e names its host type and needs the slice topology.
+    WorkerPool('tpu-v2-8', TPU, 'cloud-tpu', 'TPU_V2', 8, tpu_chips=4,
+               vcpus=96, memory_gb=335, multi_worker=False),
+    WorkerPool('tpu-v3-8', TPU, 'cloud-tpu', 'TPU_V3', 8, tpu_chips=4,
+               vcpus=96, memory_gb=335, multi_worker=False),
+    WorkerPool('tpu-v5e-8', TPU, 'ct5lp-hightpu-8t', 'TPU_V5_LITEPOD', 8,
+               tpu_topology='2x4', tpu_chips=8, vcpus=224, memory_gb=384,
+               multi_worker=False),
+)
+
+WORKER_POOLS: Dict[str, WorkerPool] = {pool.name: pool for pool in _POOLS}
+ACCELERATORS: Tuple[str, ...] = tuple(WORKER_POOLS)
+
+
+class UnknownAcceleratorError(ValueError):
+  """An `--accelerator` value that is not in the table."""
+
+
+def worker_pool(name: str) -> WorkerPool:
+  """The worker pool of an `--accelerator` value.
+
+  Raises:
+    UnknownAcceleratorError: `name` is not in the table; the message lists the
+      valid values.
+  """
+  try:
+    return WORKER_POOLS[name]
+  except KeyError:
+    raise UnknownAcceleratorError(
+        f'unknown accelerator {name!r}; valid values: '
+        f'{", ".join(ACCELERATORS)}') from None
+
+
+def check_workers(pool: WorkerPool, workers: int) -> None:
+  """Raises ValueError unless `workers` machines of `pool` can train as one."""
+  if workers < 1:
+    raise ValueError(f'--workers must be >= 1, got {workers}')
+  if workers > 1 and not pool.multi_worker:
+    raise ValueError(
+        f'{pool.name} is one TPU slice: --workers must be 1, got {workers}')
+
+
+def _machine_spec(pool: WorkerPool) -> Dict[str, Any]:
+  spec: Dict[str, Any] = {'machine_type': pool.machine_type}
+  if pool.accelerator_type:
+    spec['accelerator_type'] = pool.accelerator_type
+    spec['accelerator_count'] = pool.accelerator_count
+  if pool.tpu_topology:
+    spec['tpu_topology'] = pool.tpu_topology
+  return spec
+
+
+def vertex_worker_pool_specs(pool: WorkerPool, image: str,
+                             workers: int = 1) -> List[Dict[str, Any]]:
+  """`CustomJobSpec.worker_pool_specs` for `workers` machines of `pool`.
+
+  Vertex AI makes the first pool the chief (one replica) and the second the
+  other workers, and writes TF_CONFIG accordingly, which is the cluster
+  MultiWorkerMirroredStrategy reads. The container command is left out: the
+  TFX training client sets it to run our executor.
+
+  Args:
+    pool: the machine shape.
+    image: container image carrying this package.
+    workers: machines in total (chief included).
+
+  Returns:
+    One pool spec (chief) or two (chief, workers), as JSON-able dicts.
+
+  Raises:
+    ValueError: `workers` is not possible for `pool`.
+  """
+  check_workers(pool, workers)
+
+  def pool_spec(replicas: int) -> Dict[str, Any]:
+    return {
+        'machine_spec': _machine_spec(pool),
+        'replica_count': replicas,
+        'container_spec': {'image_uri': image},
+    }
+
+  specs = [pool_spec(1)]
+  if workers > 1:
+    specs.append(pool_spec(workers - 1))
+  return specs
+
+
+def kubeflow_resources(pool: WorkerPool) -> Dict[str, Any]:
+  """The Trainer container's request on plain Kubeflow Pipelines.
+
+  The accelerator is requested by its Kubernetes resource name. CPU and memory
+  requests are half the machine's, so that the pod still fits on a node of
+  that shape after the system's and the daemons' reservations.
+
+  Returns:
+    Keyword arguments of KFP's `ResourceSpec`: `cpu_request`,
+    `memory_request` (GB) and, for GPUs and TPUs, `accelerator`
+    (`{'type': ..., 'count': ...}`).
+  """
+  resources: Dict[str, Any] = {
+      'cpu_request': pool.vcpus / 2,
+      'memory_request': pool.memory_gb / 2,
+  }
+  if pool.kind in _K8S_ACCELERATOR_RESOURCE:
+    resources['accelerator'] = {
+        'type': _K8S_ACCELERATOR_RESOURCE[pool.kind],
+        'count': pool.tpu_chips if pool.kind == TPU else pool.accelerator_count,
+    }
+  return resources

@@ -1,0 +1,262 @@
+"""Runs the pipeline on this machine: LocalDagRunner, SQLite MLMD, Beam Direct.
+
+Thin by design: it checks the CSVs, lays out the output directory, supplies
+paths and Beam arguments to `create_pipeline`, runs it, and reads the outcome
+back from MLMD.
+"""
+
+import dataclasses
+import json
+import logging
+import os
+import time
+from typing import Any, Callable, Dict, List, Optional, Sequence
+
+from tfx_autostrategy.components import csv_check
+from tfx_autostrategy.components import settings as settings_lib
+from tfx_autostrategy.pipeline import config as config_lib
+from tfx_autostrategy.pipeline import pipeline as pipeline_lib
+
+DEFAULT_PIPELINE_NAME = 'autostrategy'
+SCHEMA_FILE = os.path.join(
+    os.path.dirname(os.path.dirname(os.path.abspath(config_lib.__file__))),
+    'schemas', 'jigsaw', 'schema.pbtxt')
+# Curated schema column names, renamed when the user's columns differ.
+_SCHEMA_COLUMNS = ('text_column', 'label_column', 'id_column', 'slice_column')
+
+
+def sample_data_dir() -> str:
+  """The bundled synthetic sample (see README)."""
+  import tfx_autostrategy  # pylint: disable=g-import-not-at-top
+  return os.path.join(os.path.dirname(tfx_autostrategy.__file__), 'sample')
+
+
+@dataclasses.dataclass
+class Layout:
+  """Where a run writes what, under one output directory."""
+  output_dir: str
+
+  @property
+  def pipeline_root(self) -> str:
+    return os.path.join(self.output_dir, 'pipeline_root')
+
+  @property
+  def metadata_path(self) -> str:
+    return os.path.join(self.output_dir, 'metadata.sqlite')
+
+  @property
+  def serving_model_dir(self) -> str:
+    return os.path.join(self.output_dir, 'serving_model')
+
+  @property
+  def schema_path(self) -> str:
+    return os.path.join(self.output_dir, 'schema', 'schema.pbtxt')
+
+  @property
+  def log_path(self) -> str:
+    return os.path.join(self.output_dir, 'logs', 'pipeline.log')
+
+
+def render_schema(text_settings: settings_lib.TextSettings, id_is_int: bool,
+                  destination: str) -> str:
+  """Writes the curated schema with the user's column names.
+
+  The curated file names the default Jigsaw columns; a user who passes
+  `--text-column body` gets the same constraints on `body`. Only the id's
+  type follows the data (ids are not model features; Jigsaw ships both hex and
+  integer ids).
+
+  Returns:
+    `destination`, for chaining.
+  """
+  from google.protobuf import text_format  # pylint: disable=g-import-not-at-top
+  from tensorflow_metadata.proto.v0 import schema_pb2  # pylint: disable=g-import-not-at-top
+  schema = schema_pb2.Schema()
+  with open(SCHEMA_FILE) as f:
+    text_format.Parse(f.read(), schema)
+  defaults = settings_lib.TextSettings()
+  renames = {getattr(defaults, key): getattr(text_settings, key)
+             for key in _SCHEMA_COLUMNS}
+  kept = []
+  for feature in schema.feature:
+    new_name = renames.get(feature.name, feature.name)
+    if not new_name:
+      continue  # e.g. --id-column '': the data has no id column.
+    feature.name = new_name
+    if new_name == text_settings.id_column and id_is_int:
+      feature.type = schema_pb2.INT
+    kept.append(feature)
+  del schema.feature[:]
+  schema.feature.extend(kept)
+  os.makedirs(os.path.dirname(destination), exist_ok=True)
+  with open(destination, 'w') as f:
+    f.write(text_format.MessageToString(schema))
+  return destination
+
+
+def build_config(data_root: str, output_dir: str,
+                 text_settings: settings_lib.TextSettings,
+                 trainer_settings: settings_lib.TrainerSettings,
+                 report: 'csv_check.CsvReport',
+                 *,
+                 pipeline_name: str = DEFAULT_PIPELINE_NAME,
+                 beam_pipeline_args: Sequence[str] = (),
+                 **overrides: Any) -> config_lib.PipelineConfig:
+  """The PipelineConfig of a local run (writes the rendered schema)."""
+  layout = Layout(os.path.abspath(output_dir))
+  schema_path = render_schema(text_settings, report.id_is_int,
+                              layout.schema_path)
+  if not beam_pipeline_args:
+    beam_pipeline_args = ('--direct_running_mode=in_memory',
+                          '--direct_num_workers=1')
+  return config_lib.PipelineConfig(
+      pipeline_name=pipeline_name,
+      pipeline_root=layout.pipeline_root,
+      data_root=os.path.abspath(data_root),
+      serving_model_dir=layout.serving_model_dir,
+      schema_path=schema_path,
+      presplit=report.layout == 'presplit',
+      text=text_settings,
+      trainer=trainer_settings,
+      slice_by_lang=report.has_lang,
+      beam_pipeline_args=tuple(beam_pipeline_args),
+      metadata_path=layout.metadata_path,
+      **overrides)
+
+
+@dataclasses.dataclass
+class ComponentRun:
+  """One component's execution in the latest run, as MLMD recorded it."""
+  component: str
+  state: str  # 'COMPLETE', 'CACHED', 'FAILED', ...
+  seconds: Optional[float] = None
+
+
+@dataclasses.dataclass
+class RunResult:
+  """What a run produced."""
+  pushed_model: Optional[str]
+  blessed: bool
+  metrics: Dict[str, float]
+  slices: Dict[str, Dict[str, float]]
+  components: List[ComponentRun]
+  model_dir: Optional[str]
+  output_dir: str
+
+  def to_dict(self) -> Dict[str, Any]:
+    return dataclasses.asdict(self)
+
+
+class ProgressHandler(logging.Handler):
+  """Turns LocalDagRunner's 'Component X is running/finished' logs into events."""
+
+  def __init__(self, on_event: Callable[[str, str, Optional[float]], None]):
+    super().__init__(level=logging.INFO)
+    self._on_event = on_event
+    self._started: Dict[str, float] = {}
+
+  def emit(self, record: logging.LogRecord) -> None:
+    if record.msg not in ('Component %s is running.',
+                          'Component %s is finished.'):
+      return
+    component = record.args[0]
+    if record.msg.endswith('running.'):
+      self._started[component] = time.monotonic()
+      self._on_event(component, 'started', None)
+    else:
+      elapsed = time.monotonic() - self._started.get(component, time.monotonic())
+      self._on_event(component, 'finished', elapsed)
+
+
+def run_pipeline(config: config_lib.PipelineConfig,
+                 on_event: Optional[Callable[[str, str, Optional[float]], None]] = None
+                ) -> RunResult:
+  """Runs `create_pipeline(config)` with LocalDagRunner and reads the outcome."""
+  from tfx import v1 as tfx  # pylint: disable=g-import-not-at-top
+  handler = ProgressHandler(on_event) if on_event else None
+  if handler:
+    logging.getLogger().addHandler(handler)
+  try:
+    tfx.orchestration.LocalDagRunner().run(
+        pipeline_lib.create_pipeline(config))
+  finally:
+    if handler:
+      logging.getLogger().removeHandler(handler)
+  return read_result(config)
+
+
+def _metrics_from(evaluation_uri: str):
+  import tensorflow_model_analysis as tfma  # pylint: disable=g-import-not-at-top
+  result = tfma.load_eval_result(evaluation_uri)
+  overall, slices = {}, {}
+  for slice_key, metrics in result.slicing_metrics:
+    values = {}
+    for name, value in metrics.get('', {}).get('', {}).items():
+      if 'doubleValue' in value:
+        values[name] = float(value['doubleValue'])
+    if not slice_key:
+      overall = values
+    else:
+      slices['/'.join(f'{k}={v}' for k, v in slice_key)] = values
+  return overall, slices
+
+
+def read_result(config: config_lib.PipelineConfig) -> RunResult:
+  """Reads the latest run's executions, blessing, metrics and push from MLMD."""
+  import ml_metadata as mlmd  # pylint: disable=g-import-not-at-top
+  from tfx import v1 as tfx  # pylint: disable=g-import-not-at-top
+  store = mlmd.MetadataStore(
+      tfx.orchestration.metadata.sqlite_metadata_connection_config(
+          config.metadata_path))
+  runs = store.get_contexts_by_type('pipeline_run')
+  latest = max(runs, key=lambda c: (c.create_time_since_epoch, c.id))
+  executions = store.get_executions_by_context(latest.id)
+  states = {0: 'UNKNOWN', 1: 'NEW', 2: 'RUNNING', 3: 'COMPLETE', 4: 'FAILED',
+            5: 'CACHED', 6: 'CANCELED'}
+  node_contexts = {c.id: c.name.split('.')[-1]
+                   for c in store.get_contexts_by_type('node')}
+  components, outputs = [], {}
+  for execution in executions:
+    node = next((node_contexts[c.id]
+                 for c in store.get_contexts_by_execution(execution.id)
+                 if c.id in node_contexts), str(execution.id))
+    seconds = None
+    if execution.last_update_time_since_epoch and execution.create_time_since_epoch:
+      seconds = (execution.last_update_time_since_epoch -
+                 execution.create_time_since_epoch) / 1000.0
+    components.append(ComponentRun(node, states.get(
+        execution.last_known_state, str(execution.last_known_state)), seconds))
+    events = store.get_events_by_execution_ids([execution.id])
+    output_ids = [e.artifact_id for e in events
+                  if e.type == mlmd.proto.Event.OUTPUT]
+    outputs[node] = store.get_artifacts_by_id(output_ids)
+
+  def artifact_of(node, type_name):
+    type_ids = {t.id for t in store.get_artifact_types() if t.name == type_name}
+    found = [a for a in outputs.get(node, []) if a.type_id in type_ids]
+    return found[-1] if found else None
+
+  blessing = artifact_of(pipeline_lib.EVALUATOR, 'ModelBlessing')
+  blessed = bool(blessing and blessing.custom_properties['blessed'].int_value)
+  evaluation = artifact_of(pipeline_lib.EVALUATOR, 'ModelEvaluation')
+  metrics, slices = _metrics_from(evaluation.uri) if evaluation else ({}, {})
+  pushed = artifact_of(pipeline_lib.PUSHER, 'PushedModel')
+  pushed_model = None
+  if pushed and pushed.custom_properties['pushed'].int_value:
+    pushed_model = pushed.custom_properties['pushed_destination'].string_value
+  model = artifact_of(pipeline_lib.TRAINER, 'Model')
+  return RunResult(
+      pushed_model=pushed_model,
+      blessed=blessed,
+      metrics=metrics,
+      slices=slices,
+      components=components,
+      model_dir=os.path.join(model.uri, 'Format-Serving') if model else None,
+      output_dir=os.path.dirname(config.pipeline_root))
+
+
+def write_summary(result: RunResult, path: str) -> None:
+  """Keeps the run's outcome beside its outputs, as JSON."""
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  with open(path, 'w') as f:
+    json.dump(result.to_dict(), f, indent=2, sort_keys=True)

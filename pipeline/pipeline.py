@@ -1,0 +1,164 @@
+"""`create_pipeline`: the one definition every orchestrator runs.
+
+Pure: it builds and returns a `tfx.dsl.Pipeline` from a `PipelineConfig`,
+reading no files and no environment, so the local runner and the
+Kubeflow/Vertex compiler run the same graph.
+"""
+
+import importlib
+from typing import List
+
+import tensorflow_model_analysis as tfma
+from tfx import v1 as tfx
+from tfx.dsl.components.base import executor_spec
+
+from tfx_autostrategy.components import settings as settings_lib
+from tfx_autostrategy.components.gate.component import AnomaliesGate
+from tfx_autostrategy.components.trainer import trainer_module
+from tfx_autostrategy.components.trainer.component import AutoStrategyTrainer
+from tfx_autostrategy.pipeline import config as config_lib
+
+# Component ids, as they appear in MLMD, logs and compiled pipeline specs.
+EXAMPLE_GEN = 'CsvExampleGen'
+STATISTICS_GEN = 'StatisticsGen'
+SCHEMA_GEN = 'ImportSchemaGen'
+EXAMPLE_VALIDATOR = 'ExampleValidator'
+ANOMALIES_GATE = 'AnomaliesGate'
+TRANSFORM = 'Transform'
+TRAINER = 'AutoStrategyTrainer'
+EVALUATOR = 'Evaluator'
+PUSHER = 'Pusher'
+COMPONENT_IDS = (EXAMPLE_GEN, STATISTICS_GEN, SCHEMA_GEN, EXAMPLE_VALIDATOR,
+                 ANOMALIES_GATE, TRANSFORM, TRAINER, EVALUATOR, PUSHER)
+
+
+def _input_config(presplit: bool) -> tfx.proto.Input:
+  if presplit:
+    return tfx.proto.Input(splits=[
+        tfx.proto.Input.Split(name='train', pattern='train/*.csv'),
+        tfx.proto.Input.Split(name='eval', pattern='eval/*.csv'),
+    ])
+  return tfx.proto.Input(
+      splits=[tfx.proto.Input.Split(name='single_split', pattern='*.csv')])
+
+
+def _output_config(presplit: bool) -> tfx.proto.Output:
+  if presplit:
+    return tfx.proto.Output()
+  # Hashing the serialized example makes the 4:1 split stable across runs.
+  return tfx.proto.Output(split_config=tfx.proto.SplitConfig(splits=[
+      tfx.proto.SplitConfig.Split(name='train', hash_buckets=4),
+      tfx.proto.SplitConfig.Split(name='eval', hash_buckets=1),
+  ]))
+
+
+def eval_config(config: config_lib.PipelineConfig) -> tfma.EvalConfig:
+  """AUC (the blessing threshold), accuracy and friends, overall and by lang."""
+  slicing_specs = [tfma.SlicingSpec()]
+  if config.slice_by_lang and config.text.slice_column:
+    slicing_specs.append(
+        tfma.SlicingSpec(feature_keys=[config.text.slice_column]))
+  auc_threshold = tfma.MetricThreshold(
+      value_threshold=tfma.GenericValueThreshold(
+          lower_bound={'value': config.auc_threshold}))
+  return tfma.EvalConfig(
+      model_specs=[
+          tfma.ModelSpec(
+              signature_name=trainer_module.SERVING_SIGNATURE,
+              label_key=config.text.label_column,
+              prediction_key=trainer_module.PROBABILITIES)
+      ],
+      slicing_specs=slicing_specs,
+      metrics_specs=[
+          tfma.MetricsSpec(metrics=[
+              tfma.MetricConfig(class_name='ExampleCount'),
+              tfma.MetricConfig(class_name='AUC', threshold=auc_threshold),
+              tfma.MetricConfig(class_name='BinaryAccuracy'),
+              tfma.MetricConfig(class_name='Precision'),
+              tfma.MetricConfig(class_name='Recall'),
+          ])
+      ])
+
+
+def _trainer_executor_spec(dotted_path: str):
+  if not dotted_path:
+    return None
+  module_name, class_name = dotted_path.rsplit('.', 1)
+  executor_class = getattr(importlib.import_module(module_name), class_name)
+  # tfx.v1 does not export ExecutorClassSpec.
+  return executor_spec.ExecutorClassSpec(executor_class)
+
+
+def create_components(config: config_lib.PipelineConfig) -> List:
+  """The pipeline's components, in dependency order."""
+  example_gen = tfx.components.CsvExampleGen(
+      input_base=config.data_root,
+      input_config=_input_config(config.presplit),
+      output_config=_output_config(config.presplit))
+  schema_gen = tfx.components.ImportSchemaGen(schema_file=config.schema_path)
+  statistics_gen = tfx.components.StatisticsGen(
+      examples=example_gen.outputs['examples'],
+      schema=schema_gen.outputs['schema'])
+  example_validator = tfx.components.ExampleValidator(
+      statistics=statistics_gen.outputs['statistics'],
+      schema=schema_gen.outputs['schema'])
+  gate = AnomaliesGate(
+      anomalies=example_validator.outputs['anomalies'],
+      allow_anomalies=config.allow_anomalies)
+
+  if config.use_module_files:
+    transform_code = {'module_file': config.transform_module_file}
+    trainer_code = {'module_file': config.trainer_module_file}
+  else:
+    transform_code = {'preprocessing_fn': config_lib.PREPROCESSING_FN}
+    trainer_code = {'run_fn': config_lib.RUN_FN}
+
+  transform = tfx.components.Transform(
+      examples=example_gen.outputs['examples'],
+      schema=schema_gen.outputs['schema'],
+      custom_config={'text': settings_lib.to_json(config.text)},
+      # Statistics of the transformed ids are not used and cost a Beam pass.
+      disable_statistics=True,
+      **transform_code)
+  # Anomalies stop the run before any data is transformed.
+  transform.add_upstream_node(gate)
+
+  trainer = AutoStrategyTrainer(
+      examples=transform.outputs['transformed_examples'],
+      transform_graph=transform.outputs['transform_graph'],
+      schema=schema_gen.outputs['schema'],
+      statistics=statistics_gen.outputs['statistics'],
+      text_settings=config.text,
+      trainer_settings=config.trainer,
+      train_args=tfx.proto.TrainArgs(num_steps=config.train_steps),
+      eval_args=tfx.proto.EvalArgs(num_steps=config.eval_steps),
+      custom_config=config.trainer_custom_config,
+      custom_executor_spec=_trainer_executor_spec(config.trainer_executor_class),
+      **trainer_code).with_id(TRAINER)
+
+  evaluator = tfx.components.Evaluator(
+      examples=example_gen.outputs['examples'],
+      model=trainer.outputs['model'],
+      eval_config=eval_config(config))
+  pusher = tfx.components.Pusher(
+      model=trainer.outputs['model'],
+      model_blessing=evaluator.outputs['blessing'],
+      push_destination=tfx.proto.PushDestination(
+          filesystem=tfx.proto.PushDestination.Filesystem(
+              base_directory=config.serving_model_dir)))
+  return [example_gen, schema_gen, statistics_gen, example_validator, gate,
+          transform, trainer, evaluator, pusher]
+
+
+def create_pipeline(config: config_lib.PipelineConfig) -> tfx.dsl.Pipeline:
+  """Builds the text-classification pipeline described by `config`."""
+  metadata = (
+      tfx.orchestration.metadata.sqlite_metadata_connection_config(
+          config.metadata_path) if config.metadata_path else None)
+  return tfx.dsl.Pipeline(
+      pipeline_name=config.pipeline_name,
+      pipeline_root=config.pipeline_root,
+      components=create_components(config),
+      enable_cache=config.enable_cache,
+      metadata_connection_config=metadata,
+      beam_pipeline_args=list(config.beam_pipeline_args))

@@ -1,0 +1,119 @@
+"""Every model builds and compiles in strategy.scope(), trains under a real
+4-replica MirroredStrategy (logical CPUs), and keeps float32 outputs."""
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+SCRIPT = textwrap.dedent("""
+    import json, os, sys
+    os.environ['TF_USE_LEGACY_KERAS'] = '1'
+    from tfx_autostrategy.components import accelerator
+    accelerator.configure_cpu_replicas(4)
+    import numpy as np
+    import tensorflow as tf
+    from tfx_autostrategy.components import models
+    from tfx_autostrategy.components import settings
+
+    name, hub_path, precision = sys.argv[1], sys.argv[2], sys.argv[3]
+    text = settings.TextSettings(sequence_length=16, vocab_size=50,
+                                 num_oov_buckets=2, char_ngram_buckets=97,
+                                 char_ngram_length=24)
+    trainer = settings.TrainerSettings(model=name, hub_model_path=hub_path,
+                                       per_replica_batch_size=8,
+                                       precision=precision)
+    strategy, plan, _ = accelerator.resolve(
+        'cpu', trainer.per_replica_batch_size, precision=precision)
+    rng = np.random.default_rng(0)
+    n = plan.global_batch_size * 6
+    ids = rng.integers(1, text.word_vocab_size, size=(n, text.sequence_length))
+    ids[:, 10:] = 0  # padding
+    label = (ids[:, 0] % 2).astype('int64')  # learnable from the first token
+    features = {settings.TEXT_IDS: ids}
+    if name != 'hub':
+      features[settings.CHAR_NGRAMS] = rng.integers(
+          0, text.char_vocab_size, size=(n, text.char_ngram_length))
+    dataset = tf.data.Dataset.from_tensor_slices((features, label)).batch(
+        plan.global_batch_size, drop_remainder=True).repeat()
+    accelerator.apply_precision(plan.precision)
+    with strategy.scope():
+      model = models.build(text, trainer)
+      models.compile_model(model, trainer, plan.steps_per_execution)
+    history = model.fit(dataset, steps_per_epoch=6, epochs=3, verbose=0)
+    out = model.predict({k: v[:5] for k, v in features.items()}, verbose=0)
+    print(json.dumps({
+        'replicas': strategy.num_replicas_in_sync,
+        'strategy': type(strategy).__name__,
+        'global_batch': plan.global_batch_size,
+        'loss': history.history['loss'],
+        'out_shape': list(out.shape), 'out_dtype': str(out.dtype),
+        'variables_on_replicas': len(model.trainable_variables[0].values)
+            if hasattr(model.trainable_variables[0], 'values') else 1,
+        'compute_dtype': model.layers[-2].compute_dtype,
+    }))
+""")
+
+TINY_ENCODER = textwrap.dedent("""
+    import os, sys
+    os.environ['TF_USE_LEGACY_KERAS'] = '1'
+    import tensorflow as tf
+
+    class Encoder(tf.Module):
+      def __init__(self):
+        self.embedding = tf.Variable(tf.random.normal([64, 8], seed=0))
+      @tf.function(input_signature=[{
+          'input_word_ids': tf.TensorSpec([None, None], tf.int32),
+          'input_mask': tf.TensorSpec([None, None], tf.int32),
+          'input_type_ids': tf.TensorSpec([None, None], tf.int32)}])
+      def __call__(self, inputs):
+        ids = tf.math.floormod(inputs['input_word_ids'], 64)
+        vectors = tf.gather(self.embedding, ids)
+        mask = tf.cast(inputs['input_mask'], tf.float32)[..., None]
+        pooled = tf.reduce_sum(vectors * mask, 1) / tf.maximum(
+            tf.reduce_sum(mask, 1), 1.0)
+        return {'pooled_output': pooled, 'sequence_output': vectors}
+
+    tf.saved_model.save(Encoder(), sys.argv[1])
+""")
+
+
+def _train(name, hub_path='', precision=''):
+  proc = subprocess.run([sys.executable, '-c', SCRIPT, name, hub_path,
+                         precision], capture_output=True, text=True,
+                        timeout=600, check=False)
+  assert proc.returncode == 0, proc.stderr[-4000:]
+  return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('name', ['bow', 'transformer'])
+def test_model_trains_under_four_replica_mirrored_strategy(name):
+  result = _train(name)
+  assert result['strategy'] == 'MirroredStrategy'
+  assert result['replicas'] == 4
+  assert result['global_batch'] == 32
+  assert result['variables_on_replicas'] == 4
+  assert result['loss'][-1] < result['loss'][0]
+  assert result['out_shape'] == [5, 1]
+  assert result['out_dtype'] == 'float32'
+
+
+@pytest.mark.slow
+def test_hub_encoder_from_a_local_saved_model(tmp_path):
+  encoder_dir = str(tmp_path / 'encoder')
+  subprocess.run([sys.executable, '-c', TINY_ENCODER, encoder_dir], check=True,
+                 timeout=300)
+  result = _train('hub', encoder_dir)
+  assert result['replicas'] == 4
+  assert result['loss'][-1] < result['loss'][0]
+  assert result['out_dtype'] == 'float32'
+
+
+@pytest.mark.slow
+def test_mixed_precision_keeps_the_output_float32():
+  result = _train('bow', precision='mixed_bfloat16')
+  assert result['compute_dtype'] == 'bfloat16'
+  assert result['out_dtype'] == 'float32'

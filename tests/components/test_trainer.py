@@ -1,0 +1,220 @@
+"""AutoStrategyTrainer: executor Do() on real Transform output, resume, errors."""
+
+import glob
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+import tensorflow as tf
+
+from tfx_autostrategy.components import settings as settings_lib
+from tfx_autostrategy.components.trainer import executor as executor_lib
+from tfx_autostrategy.components.trainer import spec as spec_lib
+from tfx_autostrategy.components.trainer import trainer_module
+from tfx_autostrategy.pipeline import config as config_lib
+
+SCRIPT = os.path.join(os.path.dirname(__file__), 'trainer_executor_script.py')
+
+
+def _only_dir(pattern):
+  found = sorted(glob.glob(pattern))
+  assert found, pattern
+  return found[-1]
+
+
+@pytest.fixture(scope='module')
+def upstream(pipeline_run):
+  """Transform and StatisticsGen artifacts of the shared real pipeline run."""
+  _, _, output = pipeline_run
+  root = os.path.join(output, 'pipeline_root')
+  return {
+      'examples': _only_dir(os.path.join(root, 'Transform',
+                                         'transformed_examples', '*')),
+      'transform_graph': _only_dir(os.path.join(root, 'Transform',
+                                                'transform_graph', '*')),
+      'statistics': _only_dir(os.path.join(root, 'StatisticsGen', 'statistics',
+                                           '*')),
+  }
+
+
+def exec_properties(**trainer_overrides):
+  trainer_settings = settings_lib.TrainerSettings(**{
+      'epochs': 2, 'per_replica_batch_size': 16, **trainer_overrides})
+  properties = {
+      'train_args': '{}',
+      'eval_args': '{}',
+      'module_file': config_lib.TRAINER_MODULE_FILE,
+      'custom_config': '{}',
+      spec_lib.TEXT_SETTINGS_KEY: settings_lib.to_json(
+          settings_lib.TextSettings()),
+  }
+  for key, field in spec_lib.TRAINER_SETTING_KEYS.items():
+    properties[key] = getattr(trainer_settings, field)
+  return properties
+
+
+def run_executor(upstream, tmp_path, properties, pause_after_epoch=0,
+                 statistics=True, wait=True):
+  spec = {
+      **upstream,
+      'statistics': upstream['statistics'] if statistics else '',
+      'model': str(tmp_path / 'AutoStrategyTrainer' / 'model' / '7'),
+      'model_run': str(tmp_path / 'AutoStrategyTrainer' / 'model_run' / '7'),
+      'exec_properties': properties,
+  }
+  spec_path = tmp_path / 'spec.json'
+  spec_path.write_text(json.dumps(spec))
+  command = [sys.executable, SCRIPT, str(spec_path)]
+  if pause_after_epoch:
+    command += ['--pause-after-epoch', str(pause_after_epoch)]
+  if not wait:
+    return subprocess.Popen(command, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True), spec
+  proc = subprocess.run(command, capture_output=True, text=True, timeout=600,
+                        check=False)
+  return proc, spec
+
+
+SERVE = textwrap.dedent("""
+    import json, sys
+    import tensorflow as tf
+    model = tf.saved_model.load(sys.argv[1])
+    examples = [tf.train.Example(features=tf.train.Features(feature={
+        'comment_text': tf.train.Feature(bytes_list=tf.train.BytesList(
+            value=[t.encode()]))})).SerializeToString()
+        for t in ['idiot', 'hello friend', 'ciao']]
+    out = model.signatures['serving_default'](examples=tf.constant(examples))
+    p = out['probabilities']
+    print(json.dumps({'shape': p.shape.as_list(), 'dtype': p.dtype.name,
+                      'values': p.numpy().tolist()}))
+""")
+
+
+def serve(model_dir):
+  proc = subprocess.run([sys.executable, '-c', SERVE, model_dir],
+                        capture_output=True, text=True, timeout=300,
+                        check=False)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_executor_trains_from_statistics_and_exports(upstream, tmp_path):
+  proc, spec = run_executor(upstream, tmp_path, exec_properties())
+  assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+  log = proc.stdout + proc.stderr
+  plan = json.loads(re.search(r'autostrategy: (\{.*"global_batch_size".*\})',
+                              log).group(1))
+  assert plan['global_batch_size'] == 16 * plan['num_replicas']
+  history = json.load(open(os.path.join(spec['model_run'],
+                                        trainer_module.HISTORY_FILE)))
+  assert [h['epoch'] for h in history] == [1, 2]
+  served = serve(os.path.join(spec['model'], 'Format-Serving'))
+  assert served['shape'] == [3] and served['dtype'] == 'float32'
+  assert all(0.0 <= v <= 1.0 for v in served['values'])
+  # Steps came from the statistics artifact: train examples // global batch.
+  counts = executor_lib.example_counts(_stats_artifact(upstream['statistics']))
+  steps = counts['train'] // plan['global_batch_size']
+  assert f'{steps}/{steps}' in log
+
+
+def _stats_artifact(uri):
+  from tfx.types import artifact_utils  # pylint: disable=g-import-not-at-top
+  from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
+  artifact = standard_artifacts.ExampleStatistics()
+  artifact.uri = uri
+  artifact.split_names = artifact_utils.encode_split_names(['train', 'eval'])
+  return artifact
+
+
+def test_killed_trainer_resumes_from_the_last_finished_epoch(upstream, tmp_path):
+  properties = exec_properties(epochs=3)
+  proc, spec = run_executor(upstream, tmp_path, properties,
+                            pause_after_epoch=1, wait=False)
+  output = []
+  deadline = time.monotonic() + 420
+  try:
+    for line in proc.stdout:
+      output.append(line)
+      if line.startswith('PAUSED'):
+        break
+      assert time.monotonic() < deadline, ''.join(output[-50:])
+  finally:
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+  first = ''.join(output)
+  assert 'autostrategy: epoch 1/3 finished' in first, first[-3000:]
+  assert 'epoch 2/3 finished' not in first
+
+  rerun, _ = run_executor(upstream, tmp_path, properties)
+  assert rerun.returncode == 0, rerun.stderr[-3000:]
+  log = rerun.stdout + rerun.stderr
+  started = re.findall(r'autostrategy: epoch (\d)/3 started', log)
+  assert started == ['2', '3'], log[-3000:]
+  history = json.load(open(os.path.join(spec['model_run'],
+                                        trainer_module.HISTORY_FILE)))
+  assert [h['epoch'] for h in history] == [1, 2, 3]
+  assert serve(os.path.join(spec['model'], 'Format-Serving'))['shape'] == [3]
+
+
+def test_too_little_data_names_the_split_count_and_batch(upstream, tmp_path):
+  proc, _ = run_executor(upstream, tmp_path,
+                         exec_properties(per_replica_batch_size=100000))
+  assert proc.returncode != 0
+  assert re.search(r"split 'train' has \d+ examples, fewer than one global "
+                   r'batch of 100000', proc.stderr), proc.stderr[-3000:]
+
+
+def test_steps_for_split():
+  assert trainer_module.steps_for_split('train', None, {'train': 100}, 32) == 3
+  assert trainer_module.steps_for_split('train', 10, {}, 32, divide_by=2) == 5
+  with pytest.raises(trainer_module.TrainingDataError,
+                     match="split 'eval' has 31 examples, fewer than one "
+                     'global batch of 32'):
+    trainer_module.steps_for_split('eval', None, {'eval': 31}, 32)
+  with pytest.raises(trainer_module.TrainingDataError,
+                     match="no example count"):
+    trainer_module.steps_for_split('train', None, {}, 32)
+
+
+def test_check_static_shapes_names_the_dynamic_feature():
+  dataset = tf.data.Dataset.from_tensors(
+      ({'text_ids': tf.zeros([4, 8], tf.int64)}, tf.zeros([4], tf.int64)))
+  trainer_module.check_static_shapes(dataset)
+  ragged = tf.data.Dataset.from_tensor_slices(
+      ({'text_ids': tf.zeros([4, 8], tf.int64)}, tf.zeros([4], tf.int64))
+  ).batch(3)  # Without drop_remainder the batch dimension is unknown.
+  with pytest.raises(trainer_module.TrainingDataError,
+                     match="feature 'text_ids' has no static shape"):
+    trainer_module.check_static_shapes(ragged)
+
+
+def _write_stats(tmp_path, labels):
+  import pandas as pd  # pylint: disable=g-import-not-at-top
+  import tensorflow_data_validation as tfdv  # pylint: disable=g-import-not-at-top
+  uri = tmp_path / 'stats'
+  for split in ('train', 'eval'):
+    stats = tfdv.generate_statistics_from_dataframe(
+        pd.DataFrame({'toxic': labels, 'comment_text': ['x'] * len(labels)}))
+    (uri / f'Split-{split}').mkdir(parents=True)
+    (uri / f'Split-{split}' / 'FeatureStats.pb').write_bytes(
+        stats.SerializeToString())
+  return _stats_artifact(str(uri))
+
+
+def test_labels_outside_zero_one_are_rejected_before_training(tmp_path):
+  executor_lib.check_labels(_write_stats(tmp_path / 'ok', [0, 1, 1, 0]),
+                            'toxic')
+  with pytest.raises(executor_lib.LabelError,
+                     match=r"label column 'toxic' in split '(train|eval)' has "
+                     r'values outside \(0, 1\): min=-1, max=2'):
+    executor_lib.check_labels(_write_stats(tmp_path / 'bad', [0, 2, -1, 1]),
+                              'toxic')
+  with pytest.raises(executor_lib.LabelError, match='holds strings'):
+    executor_lib.check_labels(
+        _write_stats(tmp_path / 'str', ['yes', 'no', 'no', 'yes']), 'toxic')

@@ -1,0 +1,72 @@
+"""Runs AutoStrategyTrainer's executor `Do()` in its own process.
+
+Usage: python trainer_executor_script.py SPEC_JSON [--pause-after-epoch N]
+
+SPEC_JSON names the input artifact directories, the output directories and the
+execution properties. `--pause-after-epoch` sleeps after that epoch is logged
+(and backed up), giving a test a window to kill the process mid-training.
+"""
+
+import argparse
+import json
+import logging
+import os
+import time
+
+os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
+
+from tfx.types import artifact_utils  # pylint: disable=g-import-not-at-top
+from tfx.types import standard_artifacts
+
+from tfx_autostrategy.components.trainer import executor as executor_lib
+from tfx_autostrategy.components.trainer import trainer_module
+
+
+def artifact(cls, uri, splits=None):
+  a = cls()
+  a.uri = uri
+  if splits:
+    a.split_names = artifact_utils.encode_split_names(splits)
+  return a
+
+
+def main():
+  parser = argparse.ArgumentParser()
+  parser.add_argument('spec')
+  parser.add_argument('--pause-after-epoch', type=int, default=0)
+  args = parser.parse_args()
+  logging.basicConfig(level=logging.INFO, format='%(levelname)s %(message)s')
+  with open(args.spec) as f:
+    spec = json.load(f)
+
+  if args.pause_after_epoch:
+    original = trainer_module.EpochLog.on_epoch_end
+
+    def pausing_on_epoch_end(self, epoch, logs=None):
+      original(self, epoch, logs)
+      if epoch + 1 == args.pause_after_epoch:
+        print('PAUSED', flush=True)
+        time.sleep(600)
+
+    trainer_module.EpochLog.on_epoch_end = pausing_on_epoch_end
+
+  splits = ['train', 'eval']
+  input_dict = {
+      'examples': [artifact(standard_artifacts.Examples, spec['examples'],
+                            splits)],
+      'transform_graph': [artifact(standard_artifacts.TransformGraph,
+                                   spec['transform_graph'])],
+  }
+  if spec.get('statistics'):
+    input_dict['statistics'] = [artifact(standard_artifacts.ExampleStatistics,
+                                         spec['statistics'], splits)]
+  output_dict = {
+      'model': [artifact(standard_artifacts.Model, spec['model'])],
+      'model_run': [artifact(standard_artifacts.ModelRun, spec['model_run'])],
+  }
+  executor_lib.Executor().Do(input_dict, output_dict, spec['exec_properties'])
+  print('DONE', flush=True)
+
+
+if __name__ == '__main__':
+  main()

@@ -1,0 +1,47 @@
+"""Test set-up that must happen before TensorFlow is imported."""
+
+import os
+
+# tf.keras must be tf_keras (Keras 2) in every test process; TFX, TFMA and
+# MultiWorkerMirroredStrategy need it and TF decides at import time.
+os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
+os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+# The settings of the one real pipeline run that several test modules share.
+PIPELINE_RUN_ARGS = ('--epochs', '2', '--per-replica-batch-size', '16',
+                     '--auc-threshold', '0.5', '--json')
+PIPELINE_RUN_ROWS = 800
+
+
+def run_cli(*args, timeout=1200, env=None):
+  """Runs the real `autostrategy` entry point in a fresh process."""
+  return subprocess.run(
+      [sys.executable, '-m', 'tfx_autostrategy.cli', *args],
+      capture_output=True, text=True, timeout=timeout, check=False, env=env)
+
+
+@pytest.fixture(scope='session')
+def pipeline_data(tmp_path_factory):
+  """A seeded synthetic data set in Jigsaw CSV format."""
+  root = tmp_path_factory.mktemp('pipeline_data') / 'data'
+  subprocess.run(
+      [sys.executable, '-m', 'tfx_autostrategy.sample_data', '--rows',
+       str(PIPELINE_RUN_ROWS), '--seed', '7', '--output', str(root)],
+      check=True)
+  return str(root)
+
+
+@pytest.fixture(scope='session')
+def pipeline_run(pipeline_data, tmp_path_factory):
+  """One full `autostrategy run` through the CLI: (process, JSON, output dir)."""
+  output = str(tmp_path_factory.mktemp('pipeline_run') / 'out')
+  proc = run_cli('run', '--data', pipeline_data, '--output', output,
+                 *PIPELINE_RUN_ARGS)
+  assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+  return proc, json.loads(proc.stdout.strip().splitlines()[-1]), output

@@ -1,0 +1,37 @@
+"""`autostrategy compile` through the real entry point, in a fresh process."""
+
+import json
+
+from conftest import run_cli
+
+ARGS = ('compile', '--pipeline-root', 'gs://bucket/root', '--image',
+        'gcr.io/proj/autostrategy:1', '--data', 'gs://bucket/data',
+        '--project', 'proj', '--region', 'us-central1')
+
+
+def test_compiles_vertex_tpu_pipeline(tmp_path):
+  output = tmp_path / 'pipeline.json'
+  proc = run_cli(*ARGS, '--target', 'vertex', '--accelerator', 'tpu-v3-8',
+                 '--output', str(output), timeout=600)
+  assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
+  assert f'wrote {output}' in proc.stdout
+  spec = json.loads(output.read_text())['pipelineSpec']
+  assert spec['schemaVersion'] == '2.1.0'
+  custom_config = json.loads(
+      spec['root']['dag']['tasks']['AutoStrategyTrainer']['inputs'][
+          'parameters']['custom_config']['runtimeValue']['constant'])
+  [pool] = custom_config['ai_platform_training_args']['job_spec'][
+      'worker_pool_specs']
+  assert pool['machine_spec'] == {'machine_type': 'cloud-tpu',
+                                  'accelerator_type': 'TPU_V3',
+                                  'accelerator_count': 8}
+
+
+def test_unknown_accelerator_is_bad_input(tmp_path):
+  output = tmp_path / 'pipeline.json'
+  proc = run_cli(*ARGS, '--target', 'vertex', '--accelerator', 'nvidia-h100',
+                 '--output', str(output), timeout=600)
+  assert proc.returncode == 2, proc.stderr[-3000:]
+  assert "unknown accelerator 'nvidia-h100'; valid values: cpu, " in proc.stderr
+  assert 'tpu-v3-8' in proc.stderr and 'nvidia-a100x4' in proc.stderr
+  assert not output.exists()

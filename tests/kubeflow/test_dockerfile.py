@@ -1,0 +1,73 @@
+"""The container recipe agrees with the local environment and the compiler.
+
+Docker does not run here; these checks keep the recipe's versions and paths
+from drifting away from the lock file and the compiled pipeline.
+"""
+
+import os
+import re
+
+from tfx_autostrategy.kubeflow import compiler
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+
+
+def read(*path):
+  with open(os.path.join(REPO_ROOT, *path)) as f:
+    return f.read()
+
+
+DOCKERFILE = read('kubeflow', 'Dockerfile')
+
+
+def locked_version(package):
+  match = re.search(rf'^{re.escape(package)}==(\S+)$',
+                    read('requirements.lock'), re.MULTILINE)
+  assert match, package
+  return match.group(1)
+
+
+def arg(name):
+  match = re.search(rf'^ARG {name}=(\S+)$', DOCKERFILE, re.MULTILINE)
+  assert match, name
+  return match.group(1)
+
+
+def test_python_is_the_projects_python():
+  assert arg('PYTHON_VERSION') == read('.python-version').strip()
+  major_minor = '.'.join(arg('PYTHON_VERSION').split('.')[:2])
+  assert f'apache/beam_python{major_minor}_sdk:' in DOCKERFILE
+
+
+def test_beam_boot_loader_matches_the_locked_beam():
+  assert arg('BEAM_VERSION') == locked_version('apache-beam')
+
+
+def test_tensorflow_variants_keep_the_locked_version():
+  assert arg('TF_VERSION') == locked_version('tensorflow')
+  assert re.search(r'^ARG TF_VARIANT=cpu$', DOCKERFILE, re.MULTILINE)
+  for variant in ('cpu', 'gpu', 'tpu'):
+    assert f'{variant})' in DOCKERFILE
+
+
+def test_installs_the_lock_file_then_this_package():
+  assert re.search(r'^RUN pip install -r requirements\.lock$', DOCKERFILE,
+                   re.MULTILINE)
+  assert re.search(r'^RUN pip install --no-deps \.$', DOCKERFILE,
+                   re.MULTILINE)
+  for directory in ('tfx_autostrategy', 'components', 'pipeline', 'kubeflow',
+                    'schemas'):
+    assert f'COPY {directory}/ {directory}/' in DOCKERFILE
+
+
+def test_sets_legacy_keras_for_every_process():
+  assert re.search(r'^ENV TF_USE_LEGACY_KERAS=1 ', DOCKERFILE, re.MULTILINE)
+
+
+def test_schema_lands_where_the_compiler_looks():
+  workdir = re.search(r'^WORKDIR (\S+)$', DOCKERFILE, re.MULTILINE).group(1)
+  assert compiler.IMAGE_SCHEMA_PATH == os.path.join(
+      workdir, 'schemas', 'jigsaw', 'schema.pbtxt')
+  assert os.path.exists(os.path.join(REPO_ROOT, 'schemas', 'jigsaw',
+                                     'schema.pbtxt'))

@@ -1,0 +1,156 @@
+"""The whole pipeline, for real: CLI → LocalDagRunner → SQLite MLMD → Beam.
+
+One first run through the `autostrategy` CLI in a subprocess; the tests after
+it read its outputs, rerun it (fully cached), and check which edits invalidate
+which caches.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from conftest import PIPELINE_RUN_ARGS
+from conftest import run_cli
+
+from tfx_autostrategy.components import csv_check
+from tfx_autostrategy.components import settings as settings_lib
+from tfx_autostrategy.pipeline import config as config_lib
+from tfx_autostrategy.pipeline import local_runner
+from tfx_autostrategy.pipeline import pipeline as pipeline_lib
+
+pytestmark = pytest.mark.e2e
+
+
+
+def executions_by_component(config):
+  return {c.component: c.state
+          for c in local_runner.read_result(config).components}
+
+
+def config_for(data, output_dir, **overrides):
+  """The PipelineConfig that the CLI builds for `PIPELINE_RUN_ARGS`."""
+  return local_runner.build_config(
+      data, output_dir, settings_lib.TextSettings(),
+      settings_lib.TrainerSettings(epochs=2, per_replica_batch_size=16),
+      csv_check.check_csv_dir(data), auc_threshold=0.5, **overrides)
+
+
+def test_run_pushes_a_blessed_model_and_ends_with_json(pipeline_run):
+  proc, result, output = pipeline_run
+  assert result['blessed'] is True
+  assert result['pushed_model'].startswith(os.path.join(output, 'serving_model'))
+  assert os.path.exists(os.path.join(result['pushed_model'], 'saved_model.pb'))
+  assert 0.5 <= result['metrics']['auc'] <= 1.0
+  assert 0.0 <= result['metrics']['binary_accuracy'] <= 1.0
+  assert result['metrics']['example_count'] > 50
+  assert any(name.startswith('lang=') for name in result['slices'])
+  # One line as each component starts and one as it finishes.
+  for component in pipeline_lib.COMPONENT_IDS:
+    assert f'  {component:<20} ...' in proc.stdout
+    assert f'  {component:<20} done in ' in proc.stdout
+  # The full TFX/Beam logs went to the file, not to the terminal.
+  log_path = os.path.join(output, 'logs', 'pipeline.log')
+  assert 'Component Transform is running.' in open(log_path).read()
+  assert 'Component Transform is running.' not in proc.stdout + proc.stderr
+
+
+def test_mlmd_records_one_complete_execution_per_component(pipeline_run,
+                                                          pipeline_data):
+  _, _, output = pipeline_run
+  data = pipeline_data
+  states = executions_by_component(config_for(data, output))
+  assert sorted(states) == sorted(pipeline_lib.COMPONENT_IDS)
+  assert set(states.values()) == {'COMPLETE'}
+
+
+SERVE_SCRIPT = textwrap.dedent("""
+    import json, sys
+    import tensorflow as tf
+    import tensorflow_transform  # registers nothing we need; mirrors serving images
+    assert 'tfx_autostrategy' not in sys.modules
+    model = tf.saved_model.load(sys.argv[1])
+    texts = ['you are a stupid idiot', 'thank you for the kind help', '']
+    examples = []
+    for text in texts:
+      feature = {'comment_text': tf.train.Feature(
+          bytes_list=tf.train.BytesList(value=[text.encode()]))}
+      examples.append(tf.train.Example(features=tf.train.Features(
+          feature=feature)).SerializeToString())
+    out = model.signatures['serving_default'](examples=tf.constant(examples))
+    probabilities = out['probabilities']
+    print(json.dumps({'keys': sorted(out), 'shape': probabilities.shape.as_list(),
+                      'dtype': probabilities.dtype.name,
+                      'values': probabilities.numpy().tolist(),
+                      'signatures': sorted(model.signatures)}))
+""")
+
+
+def test_pushed_model_serves_raw_text_in_a_fresh_process(pipeline_run):
+  _, result, _ = pipeline_run
+  proc = subprocess.run([sys.executable, '-c', SERVE_SCRIPT,
+                         result['pushed_model']],
+                        capture_output=True, text=True, timeout=300,
+                        check=False)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  served = json.loads(proc.stdout.strip().splitlines()[-1])
+  assert served['keys'] == ['probabilities']
+  assert served['shape'] == [3]
+  assert served['dtype'] == 'float32'
+  assert all(0.0 <= v <= 1.0 for v in served['values'])
+  assert served['signatures'] == ['serving_default', 'transform_features']
+
+
+def test_second_identical_run_is_served_from_cache(pipeline_run,
+                                                   pipeline_data):
+  _, result, output = pipeline_run
+  proc = run_cli('run', '--data', pipeline_data, '--output', output,
+                 *PIPELINE_RUN_ARGS)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  again = json.loads(proc.stdout.strip().splitlines()[-1])
+  assert again['pushed_model'] == result['pushed_model']
+  states = executions_by_component(config_for(pipeline_data, output))
+  assert sorted(states) == sorted(pipeline_lib.COMPONENT_IDS)
+  assert set(states.values()) == {'CACHED'}
+
+
+def test_trainer_edits_keep_transform_cache_preprocessing_edits_do_not(
+    pipeline_run, pipeline_data, tmp_path):
+  _, _, output = pipeline_run
+  # Copies of the two module directories stand in for a developer's edits.
+  copies = {}
+  for name, module_file in (('transform', config_lib.TRANSFORM_MODULE_FILE),
+                            ('trainer', config_lib.TRAINER_MODULE_FILE)):
+    source_dir = os.path.dirname(module_file)
+    target_dir = tmp_path / 'modules' / name
+    target_dir.mkdir(parents=True)
+    for file_name in os.listdir(source_dir):
+      if file_name.endswith('.py'):
+        shutil.copy(os.path.join(source_dir, file_name), target_dir)
+    copies[name] = str(target_dir / os.path.basename(module_file))
+  config = config_for(pipeline_data, output,
+                      transform_module_file=copies['transform'],
+                      trainer_module_file=copies['trainer'])
+
+  # Unchanged copies hash like the originals: everything is cached.
+  local_runner.run_pipeline(config)
+  assert set(executions_by_component(config).values()) == {'CACHED'}
+
+  with open(copies['trainer'], 'a') as f:
+    f.write('\n# an edit to trainer code\n')
+  local_runner.run_pipeline(config)
+  states = executions_by_component(config)
+  assert states[pipeline_lib.TRANSFORM] == 'CACHED'
+  assert states[pipeline_lib.TRAINER] == 'COMPLETE'
+
+  with open(copies['transform'], 'a') as f:
+    f.write('\n# an edit to preprocessing code\n')
+  local_runner.run_pipeline(config)
+  states = executions_by_component(config)
+  assert states[pipeline_lib.EXAMPLE_GEN] == 'CACHED'
+  assert states[pipeline_lib.TRANSFORM] == 'COMPLETE'
+  assert states[pipeline_lib.TRAINER] == 'COMPLETE'

@@ -1,0 +1,371 @@
+"""`autostrategy`: run the pipeline locally, show the distribution plan, compile.
+
+Exit codes (also in the README):
+  0  the run finished and a model was pushed (or the command succeeded)
+  1  a pipeline component failed (cause on the last lines, full log in a file)
+  2  bad input or usage: the data or the options were rejected before running
+  3  the model trained but did not reach the Evaluator threshold: not pushed
+"""
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+import time
+from typing import List, Optional, Sequence
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_BAD_INPUT = 2
+EXIT_NOT_BLESSED = 3
+
+
+def _prepare_tensorflow_environment(cpu_replicas: int) -> None:
+  """What must happen before TensorFlow is imported or initialises devices."""
+  # tf.keras must be tf_keras (Keras 2): TFMA, save_format='tf' and
+  # MultiWorkerMirroredStrategy need it, and the choice is made at TF import.
+  os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
+  os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+  from tfx_autostrategy.components import accelerator  # pylint: disable=g-import-not-at-top
+  if cpu_replicas:
+    accelerator.configure_cpu_replicas(cpu_replicas)
+  else:
+    accelerator.configure_cpu_replicas_from_env()
+
+
+def _add_training_options(parser: argparse.ArgumentParser) -> None:
+  from tfx_autostrategy.components import settings  # pylint: disable=g-import-not-at-top
+  defaults = settings.TrainerSettings()
+  parser.add_argument('--accelerator', choices=settings.ACCELERATORS,
+                      default=defaults.accelerator,
+                      help='auto-detect, or insist on one (error if absent)')
+  parser.add_argument('--cpu-replicas', type=int, default=0,
+                      help='split the CPU into N logical devices: a real '
+                      'MirroredStrategy with N replicas')
+  parser.add_argument('--per-replica-batch-size', type=int,
+                      default=defaults.per_replica_batch_size)
+  parser.add_argument('--precision', default='',
+                      help="mixed precision policy ('' = device default)")
+  parser.add_argument('--steps-per-execution', type=int, default=0,
+                      help='0 = device default')
+
+
+def build_parser() -> argparse.ArgumentParser:
+  """The command-line interface."""
+  from tfx_autostrategy.components import settings  # pylint: disable=g-import-not-at-top
+  text_defaults = settings.TextSettings()
+  trainer_defaults = settings.TrainerSettings()
+  parser = argparse.ArgumentParser(
+      prog='autostrategy',
+      description='Accelerator-aware TFX text classification pipeline.')
+  commands = parser.add_subparsers(dest='command', required=True)
+
+  run = commands.add_parser('run', help='run the whole pipeline locally')
+  run.add_argument('--data', default='',
+                   help='directory of CSV files (train/ and eval/ '
+                   'subdirectories are used as splits); default: the bundled '
+                   'synthetic sample')
+  run.add_argument('--output', default='outputs/run',
+                   help='output directory (pipeline root, MLMD, model, logs)')
+  run.add_argument('--text-column', default=text_defaults.text_column)
+  run.add_argument('--label-column', default=text_defaults.label_column)
+  run.add_argument('--id-column', default=text_defaults.id_column,
+                   help="'' if the data has no id column")
+  run.add_argument('--slice-column', default=text_defaults.slice_column,
+                   help="column to slice metrics by ('' for none)")
+  run.add_argument('--sequence-length', type=int,
+                   default=text_defaults.sequence_length)
+  run.add_argument('--vocab-size', type=int, default=text_defaults.vocab_size)
+  run.add_argument('--sentencepiece-model', default='',
+                   help='SentencePiece model file: tokenise with it instead '
+                   'of the word vocabulary')
+  run.add_argument('--epochs', type=int, default=trainer_defaults.epochs)
+  run.add_argument('--model', choices=settings.MODELS,
+                   default=trainer_defaults.model)
+  run.add_argument('--hub-model-path', default='',
+                   help='local SavedModel/TF Hub encoder for --model hub')
+  run.add_argument('--learning-rate', type=float,
+                   default=trainer_defaults.learning_rate)
+  run.add_argument('--auc-threshold', type=float, default=0.6,
+                   help='Evaluator blesses (and Pusher pushes) at or above')
+  run.add_argument('--allow-anomalies', action='store_true',
+                   help='go on despite ExampleValidator anomalies')
+  run.add_argument('--no-cache', action='store_true',
+                   help='re-run every component')
+  run.add_argument('--beam-arg', action='append', default=[],
+                   help='extra Beam pipeline argument (repeatable), e.g. '
+                   '--beam-arg=--direct_running_mode=multi_processing')
+  run.add_argument('--json', action='store_true',
+                   help='end with one JSON line: pushed_model, blessed, metrics')
+  _add_training_options(run)
+
+  detect = commands.add_parser(
+      'detect', help='show the strategy the Trainer would use here')
+  detect.add_argument('--json', action='store_true')
+  _add_training_options(detect)
+  _add_compile_parser(commands)
+  return parser
+
+
+def _add_compile_parser(commands) -> None:
+  """`autostrategy compile`: options of kubeflow/compiler.CompileOptions."""
+  from tfx_autostrategy.components import settings  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.kubeflow import compiler  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.kubeflow import worker_pools  # pylint: disable=g-import-not-at-top
+  trainer_defaults = settings.TrainerSettings()
+  compile_ = commands.add_parser(
+      'compile', help='compile the pipeline for Kubeflow Pipelines or Vertex '
+      'AI Pipelines (pipeline job JSON; .yaml writes the KFP package)')
+  compile_.add_argument('--target', required=True,
+                        choices=compiler.TARGETS)
+  compile_.add_argument('--output', default='pipeline.json',
+                        help='file to write (build output: do not commit)')
+  compile_.add_argument('--pipeline-root', required=True,
+                        help='remote artifact root, e.g. gs://bucket/root')
+  compile_.add_argument('--image', required=True,
+                        help='container image built from kubeflow/Dockerfile')
+  compile_.add_argument('--data', required=True,
+                        help='remote directory of CSV files, e.g. gs://...')
+  compile_.add_argument('--trainer-image', default='',
+                        help="the Trainer's image (default: --image), e.g. "
+                        'a TF_VARIANT=gpu or tpu build')
+  compile_.add_argument('--accelerator', default='cpu',
+                        help='Trainer machine: ' +
+                        ', '.join(worker_pools.ACCELERATORS))
+  compile_.add_argument('--workers', type=int, default=1,
+                        help='machines training together, chief included '
+                        '(--target vertex, not TPUs)')
+  compile_.add_argument('--project', default='',
+                        help='Google Cloud project (vertex, dataflow)')
+  compile_.add_argument('--region', default='',
+                        help='Google Cloud region (vertex, dataflow)')
+  compile_.add_argument('--beam-runner', default='direct',
+                        choices=compiler.BEAM_RUNNERS)
+  compile_.add_argument('--pipeline-name',
+                        default=compiler.DEFAULT_PIPELINE_NAME,
+                        help='[a-z0-9-], at most 128 characters')
+  compile_.add_argument('--schema', default='',
+                        help="schema.pbtxt URI (default: the image's copy)")
+  compile_.add_argument('--serving-model-dir', default='',
+                        help="Pusher's destination (default: under the root)")
+  compile_.add_argument('--presplit', action='store_true',
+                        help='--data has train/ and eval/ subdirectories')
+  compile_.add_argument('--service-account', default='',
+                        help='service account of the Vertex AI training job')
+  compile_.add_argument('--model', choices=settings.MODELS,
+                        default=trainer_defaults.model)
+  compile_.add_argument('--epochs', type=int, default=trainer_defaults.epochs)
+  compile_.add_argument('--per-replica-batch-size', type=int,
+                        default=trainer_defaults.per_replica_batch_size)
+  compile_.add_argument('--no-cache', action='store_true',
+                        help='re-run every component')
+
+
+@contextlib.contextmanager
+def _logs_to_file(path: str):
+  """Sends Python logging and the process's stderr (TF, Beam) to `path`.
+
+  Yields a stream on the original stderr for messages meant for the user.
+  """
+  import logging  # pylint: disable=g-import-not-at-top
+  os.makedirs(os.path.dirname(path), exist_ok=True)
+  log_file = open(path, 'a', buffering=1)
+  sys.stderr.flush()
+  saved_fd = os.dup(2)
+  user_stderr = os.fdopen(os.dup(saved_fd), 'w', buffering=1)
+  os.dup2(log_file.fileno(), 2)
+  root = logging.getLogger()
+  handler = logging.StreamHandler(log_file)
+  handler.setFormatter(logging.Formatter(
+      '%(asctime)s %(levelname)s %(name)s: %(message)s'))
+  old_level = root.level
+  root.addHandler(handler)
+  root.setLevel(logging.INFO)
+  try:
+    import absl.logging  # pylint: disable=g-import-not-at-top
+    absl.logging.use_python_logging(quiet=True)
+    absl.logging.set_verbosity(absl.logging.INFO)
+    yield user_stderr
+  finally:
+    root.removeHandler(handler)
+    root.setLevel(old_level)
+    sys.stderr.flush()
+    os.dup2(saved_fd, 2)
+    os.close(saved_fd)
+    log_file.close()
+
+
+def _error_text(error: BaseException) -> str:
+  """The innermost cause of a failure, without Beam's wrapping."""
+  while error.__cause__ is not None or error.__context__ is not None:
+    error = error.__cause__ or error.__context__
+  lines = [l for l in str(error).strip().splitlines() if l.strip()]
+  return f'{type(error).__name__}: ' + '\n'.join(lines[-12:])
+
+
+def _print_summary(result, out) -> None:
+  print('', file=out)
+  print('components:', file=out)
+  for component in result.components:
+    seconds = f'{component.seconds:.1f} s' if component.seconds else ''
+    print(f'  {component.component:<20} {component.state.lower():<9} {seconds}',
+          file=out)
+  if result.metrics:
+    shown = ', '.join(f'{k}={v:.4f}' for k, v in sorted(result.metrics.items()))
+    print(f'metrics (eval split): {shown}', file=out)
+  for name, values in sorted(result.slices.items()):
+    shown = ', '.join(f'{k}={v:.4f}' for k, v in sorted(values.items())
+                      if k in ('auc', 'binary_accuracy', 'example_count'))
+    print(f'  {name}: {shown}', file=out)
+  print(f'blessed: {result.blessed}', file=out)
+  print(f'trained model: {result.model_dir}', file=out)
+  print(f'pushed model: {result.pushed_model or "none (not blessed)"}',
+        file=out)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+  """`autostrategy run`."""
+  from tfx_autostrategy.components import csv_check  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.components import settings  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.pipeline import local_runner  # pylint: disable=g-import-not-at-top
+  out = sys.stdout
+  data_root = args.data or local_runner.sample_data_dir()
+  try:
+    text_settings = settings.TextSettings(
+        text_column=args.text_column, label_column=args.label_column,
+        id_column=args.id_column, slice_column=args.slice_column,
+        sequence_length=args.sequence_length, vocab_size=args.vocab_size,
+        tokenizer='sentencepiece' if args.sentencepiece_model else 'words',
+        sentencepiece_model=os.path.abspath(args.sentencepiece_model)
+        if args.sentencepiece_model else '')
+    trainer_settings = settings.TrainerSettings(
+        model=args.model, epochs=args.epochs,
+        per_replica_batch_size=args.per_replica_batch_size,
+        learning_rate=args.learning_rate, accelerator=args.accelerator,
+        steps_per_execution=args.steps_per_execution,
+        precision=args.precision,
+        hub_model_path=os.path.abspath(args.hub_model_path)
+        if args.hub_model_path else '')
+    report = csv_check.check_csv_dir(
+        data_root, text_column=text_settings.text_column,
+        label_column=text_settings.label_column)
+    config = local_runner.build_config(
+        data_root, args.output, text_settings, trainer_settings, report,
+        beam_pipeline_args=args.beam_arg,
+        auc_threshold=args.auc_threshold,
+        allow_anomalies=args.allow_anomalies,
+        enable_cache=not args.no_cache)
+  except (ValueError, OSError) as error:
+    print(f'error: {error}', file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+  layout = local_runner.Layout(os.path.abspath(args.output))
+  print(f'data: {os.path.abspath(data_root)} ({report.layout}, '
+        f'{sum(report.rows.values())} rows)', file=out)
+  for warning in report.warnings:
+    print(f'warning: {warning}', file=out)
+  print(f'output: {layout.output_dir}', file=out)
+  print(f'full log: {layout.log_path}', file=out)
+  started = time.monotonic()
+
+  def on_event(component: str, event: str, seconds: Optional[float]) -> None:
+    if event == 'started':
+      print(f'  {component:<20} ...', file=out, flush=True)
+    else:
+      print(f'  {component:<20} done in {seconds:.1f} s', file=out, flush=True)
+
+  try:
+    with _logs_to_file(layout.log_path):
+      result = local_runner.run_pipeline(config, on_event=on_event)
+  except Exception as error:  # pylint: disable=broad-except
+    # Whatever failed, the user gets the cause last, not buried in Beam logs.
+    print(f'\npipeline failed after {time.monotonic() - started:.0f} s; '
+          'no model was pushed.', file=out)
+    print(f'full log: {layout.log_path}', file=out)
+    print(f'error: {_error_text(error)}', file=sys.stderr)
+    return EXIT_FAILED
+
+  local_runner.write_summary(result, os.path.join(layout.output_dir,
+                                                  'summary.json'))
+  _print_summary(result, out)
+  print(f'finished in {time.monotonic() - started:.0f} s', file=out)
+  if args.json:
+    print(json.dumps({
+        'pushed_model': result.pushed_model,
+        'blessed': result.blessed,
+        'metrics': result.metrics,
+        'slices': result.slices,
+        'model_dir': result.model_dir,
+        'output_dir': result.output_dir,
+    }, sort_keys=True), file=out)
+  if not result.pushed_model:
+    print(f'error: model not blessed (auc below {config.auc_threshold}); '
+          'nothing was pushed', file=sys.stderr)
+    return EXIT_NOT_BLESSED
+  return EXIT_OK
+
+
+def cmd_detect(args: argparse.Namespace) -> int:
+  """`autostrategy detect`."""
+  from tfx_autostrategy.components import accelerator  # pylint: disable=g-import-not-at-top
+  try:
+    _, plan, _ = accelerator.resolve(
+        args.accelerator, args.per_replica_batch_size,
+        precision=args.precision,
+        steps_per_execution=args.steps_per_execution)
+  except accelerator.AcceleratorNotFoundError as error:
+    print(f'error: {error}', file=sys.stderr)
+    return EXIT_BAD_INPUT
+  if args.json:
+    print(json.dumps(plan.to_dict(), sort_keys=True))
+  else:
+    print(accelerator.format_plan(plan))
+  return EXIT_OK
+
+
+def cmd_compile(args: argparse.Namespace) -> int:
+  """`autostrategy compile`."""
+  from tfx_autostrategy.components import settings  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.kubeflow import compiler  # pylint: disable=g-import-not-at-top
+  try:
+    options = compiler.CompileOptions(
+        target=args.target, image=args.image,
+        pipeline_root=args.pipeline_root, data_root=args.data,
+        accelerator=args.accelerator, trainer_image=args.trainer_image,
+        workers=args.workers,
+        project=args.project, region=args.region,
+        beam_runner=args.beam_runner, pipeline_name=args.pipeline_name,
+        schema_path=args.schema or compiler.IMAGE_SCHEMA_PATH,
+        serving_model_dir=args.serving_model_dir, presplit=args.presplit,
+        service_account=args.service_account,
+        trainer=settings.TrainerSettings(
+            model=args.model, epochs=args.epochs,
+            per_replica_batch_size=args.per_replica_batch_size),
+        enable_cache=not args.no_cache)
+    compiler.compile_pipeline(options, args.output)
+  except ValueError as error:
+    print(f'error: {error}', file=sys.stderr)
+    return EXIT_BAD_INPUT
+  except OSError as error:
+    print(f'error: cannot write {args.output}: {error}', file=sys.stderr)
+    return EXIT_FAILED
+  pool = options.worker_pool
+  print(f'wrote {args.output}: target {args.target}, Trainer on '
+        f'{args.workers} x {pool.name} ({pool.machine_type}), Beam '
+        f'{args.beam_runner}')
+  return EXIT_OK
+
+
+COMMANDS = {'run': cmd_run, 'detect': cmd_detect, 'compile': cmd_compile}
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+  """Entry point of the `autostrategy` console script."""
+  args = build_parser().parse_args(argv)
+  _prepare_tensorflow_environment(getattr(args, 'cpu_replicas', 0))
+  return COMMANDS[args.command](args)
+
+
+if __name__ == '__main__':
+  sys.exit(main())
