@@ -71,10 +71,11 @@ def check_labels(statistics: types.Artifact, label_column: str) -> None:
     proto = feature.proto()
     kind = proto.WhichOneof('stats')
     if kind == 'string_stats':
-      examples = [b.label for b in proto.string_stats.top_values[:5]]
+      examples = {v.value: int(v.frequency)
+                  for v in proto.string_stats.top_values[:5]}
       raise LabelError(
           f'label column {label_column!r} in split {split!r} holds strings '
-          f'(e.g. {examples}), expected integers in {ALLOWED_LABELS}')
+          f'(value: rows {examples}), expected integers in {ALLOWED_LABELS}')
     num = proto.num_stats
     if num.min < low or num.max > high:
       raise LabelError(

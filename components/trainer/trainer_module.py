@@ -76,9 +76,8 @@ def check_static_shapes(dataset: tf.data.Dataset) -> None:
   later as a recompilation per batch or an obscure XLA error.
   """
   features, label = dataset.element_spec
-  specs = dict(features)
-  specs['<label>'] = label
-  for name, spec in sorted(specs.items()):
+  specs = sorted(dict(features).items()) + [('<label>', label)]
+  for name, spec in specs:
     if not isinstance(spec, tf.TensorSpec) or not spec.shape.is_fully_defined():
       raise TrainingDataError(
           f'feature {name!r} has no static shape ({spec}); Transform must '

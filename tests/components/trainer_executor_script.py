@@ -19,7 +19,6 @@ from tfx.types import artifact_utils  # pylint: disable=g-import-not-at-top
 from tfx.types import standard_artifacts
 
 from tfx_autostrategy.components.trainer import executor as executor_lib
-from tfx_autostrategy.components.trainer import trainer_module
 
 
 def artifact(cls, uri, splits=None):
@@ -35,12 +34,17 @@ def main():
   parser.add_argument('spec')
   parser.add_argument('--pause-after-epoch', type=int, default=0)
   args = parser.parse_args()
-  logging.basicConfig(level=logging.INFO, format='%(levelname)s %(message)s')
+  logging.basicConfig(level=logging.INFO, format='%(levelname)s %(message)s',
+                      force=True)
   with open(args.spec) as f:
     spec = json.load(f)
 
   if args.pause_after_epoch:
-    original = trainer_module.EpochLog.on_epoch_end
+    # TFX re-imports (reloads) the run_fn module, so patch Keras itself: after
+    # every callback of the epoch (backup, EpochLog) has run, pause.
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    callback_list = type(tf.keras.callbacks.CallbackList([]))
+    original = callback_list.on_epoch_end
 
     def pausing_on_epoch_end(self, epoch, logs=None):
       original(self, epoch, logs)
@@ -48,7 +52,7 @@ def main():
         print('PAUSED', flush=True)
         time.sleep(600)
 
-    trainer_module.EpochLog.on_epoch_end = pausing_on_epoch_end
+    callback_list.on_epoch_end = pausing_on_epoch_end
 
   splits = ['train', 'eval']
   input_dict = {
