@@ -55,9 +55,9 @@ class TextSettings:
   vocab_min_frequency: int = 2
   num_oov_buckets: int = 64
   char_ngram_min: int = 2
-  char_ngram_max: int = 4
+  char_ngram_max: int = 5
   char_ngram_buckets: int = 50000
-  char_ngram_length: int = 256
+  char_ngram_length: int = 512
   tokenizer: str = 'words'
   sentencepiece_model: str = ''
 

@@ -105,6 +105,11 @@ def build_parser() -> argparse.ArgumentParser:
   detect.add_argument('--json', action='store_true')
   _add_training_options(detect)
   _add_compile_parser(commands)
+  bench = commands.add_parser(
+      'bench', help='benchmark the Trainer, input pipeline, replicas, '
+      'Transform and end-to-end runs; writes a JSON report and a table')
+  from tfx_autostrategy.benchmarks import suite  # pylint: disable=g-import-not-at-top
+  suite.add_arguments(bench)
   return parser
 
 
@@ -164,17 +169,22 @@ def _add_compile_parser(commands) -> None:
 
 @contextlib.contextmanager
 def _logs_to_file(path: str):
-  """Sends Python logging and the process's stderr (TF, Beam) to `path`.
+  """Sends Python logging and the process's stdout/stderr to `path`.
 
-  Yields a stream on the original stderr for messages meant for the user.
+  TF, Beam and pip (TFX installs the user-module wheel) write to file
+  descriptors 1 and 2 directly; all of it goes to the log file. Yields
+  `(stdout, stderr)` streams on the original descriptors for the user.
   """
   import logging  # pylint: disable=g-import-not-at-top
   os.makedirs(os.path.dirname(path), exist_ok=True)
   log_file = open(path, 'a', buffering=1)
+  sys.stdout.flush()
   sys.stderr.flush()
-  saved_fd = os.dup(2)
-  user_stderr = os.fdopen(os.dup(saved_fd), 'w', buffering=1)
-  os.dup2(log_file.fileno(), 2)
+  saved = {fd: os.dup(fd) for fd in (1, 2)}
+  user_out = os.fdopen(os.dup(saved[1]), 'w', buffering=1)
+  user_err = os.fdopen(os.dup(saved[2]), 'w', buffering=1)
+  for fd in (1, 2):
+    os.dup2(log_file.fileno(), fd)
   root = logging.getLogger()
   handler = logging.StreamHandler(log_file)
   handler.setFormatter(logging.Formatter(
@@ -186,13 +196,17 @@ def _logs_to_file(path: str):
     import absl.logging  # pylint: disable=g-import-not-at-top
     absl.logging.use_python_logging(quiet=True)
     absl.logging.set_verbosity(absl.logging.INFO)
-    yield user_stderr
+    yield user_out, user_err
   finally:
     root.removeHandler(handler)
     root.setLevel(old_level)
+    sys.stdout.flush()
     sys.stderr.flush()
-    os.dup2(saved_fd, 2)
-    os.close(saved_fd)
+    for fd, saved_fd in saved.items():
+      os.dup2(saved_fd, fd)
+      os.close(saved_fd)
+    user_out.close()
+    user_err.close()
     log_file.close()
 
 
@@ -269,14 +283,18 @@ def cmd_run(args: argparse.Namespace) -> int:
   print(f'full log: {layout.log_path}', file=out)
   started = time.monotonic()
 
+  progress = [out]
+
   def on_event(component: str, event: str, seconds: Optional[float]) -> None:
     if event == 'started':
-      print(f'  {component:<20} ...', file=out, flush=True)
+      print(f'  {component:<20} ...', file=progress[0], flush=True)
     else:
-      print(f'  {component:<20} done in {seconds:.1f} s', file=out, flush=True)
+      print(f'  {component:<20} done in {seconds:.1f} s', file=progress[0],
+            flush=True)
 
   try:
-    with _logs_to_file(layout.log_path):
+    with _logs_to_file(layout.log_path) as (user_out, _):
+      progress[0] = user_out
       result = local_runner.run_pipeline(config, on_event=on_event)
   except Exception as error:  # pylint: disable=broad-except
     # Whatever failed, the user gets the cause last, not buried in Beam logs.
@@ -357,7 +375,14 @@ def cmd_compile(args: argparse.Namespace) -> int:
   return EXIT_OK
 
 
-COMMANDS = {'run': cmd_run, 'detect': cmd_detect, 'compile': cmd_compile}
+def cmd_bench(args: argparse.Namespace) -> int:
+  """`autostrategy bench`."""
+  from tfx_autostrategy.benchmarks import suite  # pylint: disable=g-import-not-at-top
+  return suite.run(args)
+
+
+COMMANDS = {'run': cmd_run, 'detect': cmd_detect, 'compile': cmd_compile,
+            'bench': cmd_bench}
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

@@ -29,6 +29,10 @@ HISTORY_FILE = 'history.json'
 SERVING_SIGNATURE = 'serving_default'
 TRANSFORM_SIGNATURE = 'transform_features'
 PROBABILITIES = 'probabilities'
+# Exports are often sorted (by date, source or label); a buffer that covers the
+# split shuffles it fully. Capped: one transformed example is ~5 KB.
+MAX_SHUFFLE_BUFFER = 100_000
+DEFAULT_SHUFFLE_BUFFER = 10_000
 
 
 class TrainingDataError(ValueError):
@@ -85,8 +89,17 @@ def check_static_shapes(dataset: tf.data.Dataset) -> None:
           'remainder')
 
 
+def shuffle_buffer_for(example_count: Optional[int]) -> int:
+  """A shuffle buffer that covers the split, up to `MAX_SHUFFLE_BUFFER`."""
+  if not example_count:
+    return DEFAULT_SHUFFLE_BUFFER
+  return max(1, min(int(example_count), MAX_SHUFFLE_BUFFER))
+
+
 def input_dataset(file_pattern, data_accessor, tf_transform_output,
-                  global_batch_size: int, shuffle: bool) -> tf.data.Dataset:
+                  global_batch_size: int, shuffle: bool,
+                  shuffle_buffer_size: int = DEFAULT_SHUFFLE_BUFFER
+                  ) -> tf.data.Dataset:
   """Fixed-shape, repeated batches of transformed examples."""
   dataset = data_accessor.tf_dataset_factory(
       file_pattern,
@@ -95,6 +108,7 @@ def input_dataset(file_pattern, data_accessor, tf_transform_output,
           label_key=settings_lib.LABEL,
           drop_final_batch=True,
           shuffle=shuffle,
+          shuffle_buffer_size=shuffle_buffer_size,
           shuffle_seed=0 if shuffle else None),
       tf_transform_output.transformed_metadata.schema)
   options = tf.data.Options()
@@ -216,7 +230,9 @@ def run_fn(fn_args) -> None:
   tf_transform_output = tft.TFTransformOutput(fn_args.transform_output)
   train_dataset = input_dataset(fn_args.train_files, fn_args.data_accessor,
                                 tf_transform_output, plan.global_batch_size,
-                                shuffle=True)
+                                shuffle=True,
+                                shuffle_buffer_size=shuffle_buffer_for(
+                                    example_counts.get('train')))
   eval_dataset = input_dataset(fn_args.eval_files, fn_args.data_accessor,
                                tf_transform_output, plan.global_batch_size,
                                shuffle=False)
@@ -229,7 +245,8 @@ def run_fn(fn_args) -> None:
       model = models.build(text_settings, trainer_settings)
       if fn_args.base_model:
         model.load_weights(fn_args.base_model)
-      models.compile_model(model, trainer_settings, plan.steps_per_execution)
+      models.compile_model(model, trainer_settings, plan.steps_per_execution,
+                           decay_steps=steps_per_epoch * epochs)
 
     backup_dir = custom_config.get(BACKUP_DIR_KEY) or os.path.join(
         fn_args.model_run_dir, 'backup')

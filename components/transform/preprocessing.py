@@ -28,9 +28,12 @@ _WORD_END = '>'
 _URL_RE = r'(?:https?://|www\.)\S+'
 # Symbols (emoji and the like) become tokens of their own.
 _SYMBOL_RE = r'(\p{So})'
-# Everything that is not a letter, a mark (combining accents, Devanagari vowel
-# signs), a number, or a symbol separates tokens.
-_SEPARATOR_RE = r"[^\p{L}\p{M}\p{N}\p{So}]+"
+# A run of punctuation (anything that is not a letter, a mark such as a
+# combining accent or Devanagari vowel sign, a number, a symbol or space) is a
+# token of its own: "!!", ":(", "?" and "@" carry much of the signal in short
+# social-media text.
+_PUNCTUATION_RE = r'([^\p{L}\p{M}\p{N}\p{So}\s]+)'
+_WHITESPACE_RE = r'\s+'
 _NUMBER_RE = r'\p{N}+'
 
 
@@ -45,13 +48,29 @@ def normalize(text: tf.Tensor) -> tf.Tensor:
 
   Returns:
     A string tensor of the same shape: lower-cased, URLs replaced by a marker,
-    punctuation turned into single spaces.
+    symbols and punctuation runs set apart by single spaces.
   """
-  text = tf.strings.lower(text, encoding='utf-8')
-  text = tf.strings.regex_replace(text, _URL_RE, ' ' + URL_TOKEN + ' ')
+  text = _lower_and_mark_urls(text)
   text = tf.strings.regex_replace(text, _SYMBOL_RE, r' \1 ')
-  text = tf.strings.regex_replace(text, _SEPARATOR_RE, ' ')
+  text = tf.strings.regex_replace(text, _PUNCTUATION_RE, r' \1 ')
+  text = tf.strings.regex_replace(text, _WHITESPACE_RE, ' ')
   return tf.strings.strip(text)
+
+
+def _lower_and_mark_urls(text: tf.Tensor) -> tf.Tensor:
+  text = tf.strings.lower(text, encoding='utf-8')
+  return tf.strings.regex_replace(text, _URL_RE, ' ' + URL_TOKEN + ' ')
+
+
+def coarse_words(text: tf.Tensor) -> tf.RaggedTensor:
+  """Lower-cased, URL-marked `[batch]` text split on whitespace only.
+
+  Character n-grams come from these, so "@user", "#fail" and ":)" keep their
+  punctuation inside the n-grams (as scikit-learn's `char_wb` analyzer does).
+  """
+  return tf.strings.split(
+      tf.strings.strip(tf.strings.regex_replace(
+          _lower_and_mark_urls(text), _WHITESPACE_RE, ' ')))
 
 
 def tokenize(text: tf.Tensor) -> tf.RaggedTensor:
@@ -157,7 +176,7 @@ def preprocessing_fn(inputs: Dict[str, Any],
     outputs[settings_lib.TEXT_IDS] = fixed_length(
         word_ids + 1, text_settings.sequence_length)
   if text_settings.char_ngram_min:
-    grams = char_ngrams(tokenize(text), text_settings.char_ngram_min,
+    grams = char_ngrams(coarse_words(text), text_settings.char_ngram_min,
                         text_settings.char_ngram_max)
     gram_ids = tf.strings.to_hash_bucket_fast(
         grams.flat_values, text_settings.char_ngram_buckets)

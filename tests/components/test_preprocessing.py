@@ -62,12 +62,17 @@ def transformed():
 def test_known_tokens_get_their_vocabulary_ids(transformed):
   rows, vocab, _ = transformed
   ids = rows[0][settings_lib.TEXT_IDS]
-  # "idiot" occurs twice, case-folded; ids are vocabulary index + 1.
-  idiot = vocab.index('idiot') + 1
-  expected = [vocab.index(w) + 1 for w in ['you', 'are', 'an', 'idiot']]
-  assert list(ids[:5]) == expected + [idiot]
-  assert ids[5] == 0
+  # "IDIOT" and "idiot" share one id after case folding; punctuation is a
+  # token; ids are vocabulary index + 1 (0 is padding).
+  expected = [vocab.index(w) + 1
+              for w in ['you', 'are', 'an', 'idiot', ',', 'idiot']]
+  assert ids.tolist() == expected
   assert ids.dtype == np.int64
+  short = rows[3][settings_lib.TEXT_IDS].tolist()
+  # Turkish dotted capital I folds to "i" + U+0307 (Unicode full case
+  # mapping), one token; Turkish text is padded, not split apart.
+  assert short == [vocab.index(w) + 1
+                   for w in ['i\u0307stanbul', 'çok', 'güzel']] + [0, 0, 0]
 
 
 def test_non_ascii_text_is_case_folded_and_tokenised(transformed):
@@ -84,8 +89,9 @@ def test_urls_numbers_and_emoji_are_normalised(transformed):
   assert '😀' in vocab
   assert not any('example' in w for w in vocab)
   tokens = [vocab[i - 1] for i in rows[7][settings_lib.TEXT_IDS] if i]
+  # "10:30" is number, punctuation, number; the emoji falls off the end.
   assert tokens == ['see', preprocessing.URL_TOKEN, 'at',
-                    preprocessing.NUMBER_TOKEN, preprocessing.NUMBER_TOKEN, '😀']
+                    preprocessing.NUMBER_TOKEN, ':', preprocessing.NUMBER_TOKEN]
 
 
 def test_empty_and_whitespace_text_is_all_padding(transformed):
@@ -128,10 +134,21 @@ def test_out_of_vocabulary_words_go_to_oov_bucket():
   assert settings.word_vocab_size == settings.vocab_size + 2
 
 
-def test_normalize_collapses_punctuation_and_case():
+def test_normalize_sets_punctuation_apart_and_folds_case():
   out = preprocessing.normalize(tf.constant(['ÉCOLE,  très—BIEN!!', 'www.x.org ok']))
   assert [s.decode() for s in out.numpy()] == [
-      'école très bien', preprocessing.URL_TOKEN + ' ok']
+      'école , très — bien !!', preprocessing.URL_TOKEN + ' ok']
+
+
+def test_char_ngram_words_keep_their_punctuation():
+  words = preprocessing.coarse_words(
+      tf.constant(['@United  #FAIL :) http://t.co/x', '']))
+  assert [[w.decode() for w in row] for row in words.to_list()] == [
+      ['@united', '#fail', ':)', preprocessing.URL_TOKEN], []]
+  grams = preprocessing.char_ngrams(words[:1, :1], 2, 3)
+  assert [g.decode() for g in grams[0].numpy()] == [
+      '<@', '@u', 'un', 'ni', 'it', 'te', 'ed', 'd>',
+      '<@u', '@un', 'uni', 'nit', 'ite', 'ted', 'ed>']
 
 
 def test_text_settings_round_trip_through_json():

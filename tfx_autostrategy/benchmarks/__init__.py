@@ -1,0 +1,1 @@
+"""Benchmarks behind `autostrategy bench` / `make bench`."""
