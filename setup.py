@@ -14,6 +14,7 @@ PACKAGE_DIRS = {
     'tfx_autostrategy.pipeline': 'pipeline',
     'tfx_autostrategy.kubeflow': 'kubeflow',
     'tfx_autostrategy.schemas': 'schemas',
+    'tfx_autostrategy.benchmarks': 'tfx_autostrategy/benchmarks',
 }
 
 setuptools.setup(

@@ -36,6 +36,14 @@ Policy decisions:
   value); such rows are counted in `empty_text`.
 * All files must have the same header, across splits too, because one schema
   applies to every split.
+* Too little data for one global batch (`check_batch_size`, run by the CLI
+  after `check_csv_dir`): the Trainer reads fixed-shape batches and drops a
+  partial one, so each split needs at least one full global batch. The
+  Trainer checks the exact example counts after Transform; this check runs
+  first, with the smallest global batch the options allow. Presplit counts are
+  exact, so a short split is an error; the 'single' layout is split 4:1 by
+  hash only later, so fewer rows in all than one batch is an error and an
+  expected eval split below one batch is a warning.
 
 Layouts (see `split_patterns`): 'single' is `data_root/*.csv`, which the
 pipeline splits by hash; 'presplit' is `data_root/train/*.csv` plus
@@ -547,6 +555,49 @@ def check_csv_dir(data_root: str,
                      all(s.id_type == _INT for s in stats.values())),
       invalid_utf8_rows=sum(s.invalid_utf8_rows for s in stats.values()),
       warnings=_warnings(stats, columns, id_column, allowed))
+
+
+def check_batch_size(report: CsvReport, per_replica_batch_size: int,
+                     min_replicas: int = 1) -> List[str]:
+  """Rejects data that cannot fill one global batch; returns warnings.
+
+  Args:
+    report: `check_csv_dir`'s report.
+    per_replica_batch_size: the Trainer's per-replica batch.
+    min_replicas: the fewest replicas the run can have (global batch =
+      per-replica batch x replicas, so this gives its smallest value).
+
+  Returns:
+    Warnings (the 'single' layout's eval split will likely be too small).
+
+  Raises:
+    CsvDataError: a split certainly has fewer rows than one global batch.
+  """
+  replicas = max(1, min_replicas)
+  floor = per_replica_batch_size * replicas
+  batch = (f'one global batch of {floor} (--per-replica-batch-size '
+           f'{per_replica_batch_size} x {replicas} '
+           f'replica{"s" if replicas > 1 else ""})')
+  advice = ('every training and evaluation step needs a full batch; use more '
+            'data or a smaller --per-replica-batch-size')
+  if report.layout == PRESPLIT:
+    for split, rows in report.rows.items():
+      if rows < floor:
+        directory = os.path.dirname(report.files[split][0])
+        raise CsvDataError(f'{directory}: split {split!r} has {rows} rows, '
+                           f'fewer than {batch}; {advice}')
+    return []
+  total = report.total_rows
+  if total < floor:
+    raise CsvDataError(
+        f'{report.data_root}: {total} rows in all (to be split 4:1 into '
+        f'train and eval), fewer than {batch}; {advice}')
+  expected_eval = total // 5
+  if expected_eval < floor:
+    return [f'the eval split will hold about {expected_eval} of the {total} '
+            f'rows (a 1-in-5 hash split), fewer than {batch}; the Trainer '
+            'will stop unless it holds more']
+  return []
 
 
 def _warnings(stats: Dict[str, _SplitStats], columns: List[str],

@@ -33,6 +33,29 @@ def _probability(x: tf.Tensor) -> tf.Tensor:
       1, activation='sigmoid', dtype='float32', name='probability')(x)
 
 
+class MaskedMean(tf.keras.layers.Layer):
+  """Mean over the unmasked steps; all-padding rows (empty text) give zeros.
+
+  Keras's GlobalAveragePooling1D divides by the mask count, which is 0 for an
+  empty comment: one NaN poisons the loss and then every weight.
+  """
+
+  def __init__(self, **kwargs):
+    super().__init__(**kwargs)
+    self.supports_masking = True
+
+  def call(self, inputs, mask=None):
+    if mask is None:
+      return tf.reduce_mean(inputs, axis=1)
+    weights = tf.cast(mask, inputs.dtype)[:, :, tf.newaxis]
+    total = tf.reduce_sum(inputs * weights, axis=1)
+    count = tf.reduce_sum(weights, axis=1)
+    return total / tf.maximum(count, tf.ones_like(count))
+
+  def compute_mask(self, inputs, mask=None):
+    return None
+
+
 def _masked_mean(ids: tf.Tensor, vocab_size: int, dim: int, name: str,
                  dropout: float = 0.0) -> tf.Tensor:
   """Mean of the embeddings of the non-padding ids.
@@ -45,7 +68,7 @@ def _masked_mean(ids: tf.Tensor, vocab_size: int, dim: int, name: str,
   if dropout:
     embedded = tf.keras.layers.SpatialDropout1D(
         dropout, name=name + '_dropout')(embedded)
-  return tf.keras.layers.GlobalAveragePooling1D(name=name + '_mean')(embedded)
+  return MaskedMean(name=name + '_mean')(embedded)
 
 
 def build_bow(text_settings: settings_lib.TextSettings,
@@ -119,7 +142,7 @@ def build_transformer(text_settings: settings_lib.TextSettings,
   ffn = tf.keras.layers.Dense(dim * 2, activation='relu')(x)
   x = tf.keras.layers.LayerNormalization()(
       tf.keras.layers.Add()([x, tf.keras.layers.Dense(dim)(ffn)]))
-  x = tf.keras.layers.GlobalAveragePooling1D()(x)
+  x = MaskedMean(name='encoder_mean')(x)
   features = [x]
   if settings_lib.CHAR_NGRAMS in inputs:
     features.append(

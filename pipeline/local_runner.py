@@ -9,13 +9,15 @@ import dataclasses
 import json
 import logging
 import os
+import tempfile
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from tfx_autostrategy.components import csv_check
 from tfx_autostrategy.components import settings as settings_lib
 from tfx_autostrategy.pipeline import config as config_lib
-from tfx_autostrategy.pipeline import pipeline as pipeline_lib
+# `pipeline` imports TFX and TFMA (10-30 s); it is imported where a run needs
+# it, so that the CLI rejects bad input in a second or two.
 
 DEFAULT_PIPELINE_NAME = 'autostrategy'
 SCHEMA_FILE = os.path.join(
@@ -55,6 +57,34 @@ class Layout:
   @property
   def log_path(self) -> str:
     return os.path.join(self.output_dir, 'logs', 'pipeline.log')
+
+
+class OutputDirError(OSError):
+  """The output directory cannot be created or written."""
+
+
+def check_output_dir(output_dir: str) -> str:
+  """Creates `output_dir` if needed and proves it writable; returns it.
+
+  Runs before the pipeline so that an unwritable output fails in a second,
+  naming the directory, instead of minutes later inside a component.
+
+  Raises:
+    OutputDirError: the directory cannot be created or written.
+  """
+  output_dir = os.path.abspath(output_dir)
+  try:
+    os.makedirs(output_dir, exist_ok=True)
+    with tempfile.TemporaryFile(dir=output_dir):
+      pass
+  except OSError as error:
+    reason = error.strerror or str(error)
+    if error.filename and os.path.abspath(error.filename) != output_dir:
+      reason += f': {error.filename}'
+    raise OutputDirError(
+        f'{output_dir}: output directory is not writable ({reason}); pass a '
+        'writable --output') from None
+  return output_dir
 
 
 def render_schema(text_settings: settings_lib.TextSettings, id_is_int: bool,
@@ -173,6 +203,7 @@ def run_pipeline(config: config_lib.PipelineConfig,
                 ) -> RunResult:
   """Runs `create_pipeline(config)` with LocalDagRunner and reads the outcome."""
   from tfx import v1 as tfx  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.pipeline import pipeline as pipeline_lib  # pylint: disable=g-import-not-at-top
   handler = ProgressHandler(on_event) if on_event else None
   if handler:
     logging.getLogger().addHandler(handler)
@@ -205,6 +236,7 @@ def read_result(config: config_lib.PipelineConfig) -> RunResult:
   """Reads the latest run's executions, blessing, metrics and push from MLMD."""
   import ml_metadata as mlmd  # pylint: disable=g-import-not-at-top
   from tfx import v1 as tfx  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.pipeline import pipeline as pipeline_lib  # pylint: disable=g-import-not-at-top
   store = mlmd.MetadataStore(
       tfx.orchestration.metadata.sqlite_metadata_connection_config(
           config.metadata_path))
@@ -255,8 +287,19 @@ def read_result(config: config_lib.PipelineConfig) -> RunResult:
       output_dir=os.path.dirname(config.pipeline_root))
 
 
-def write_summary(result: RunResult, path: str) -> None:
-  """Keeps the run's outcome beside its outputs, as JSON."""
+def write_summary(result: Optional[RunResult], path: str,
+                  **extra: Any) -> None:
+  """Keeps the run's outcome beside its outputs, as JSON.
+
+  Args:
+    result: what the run produced, or None if nothing could be read back.
+    path: the JSON file to (over)write; a failed run overwrites the summary of
+      an earlier successful one, so the file always describes the latest run.
+    **extra: more top-level keys, e.g. `status`, `error`, `failed_component`.
+  """
   os.makedirs(os.path.dirname(path), exist_ok=True)
+  summary = result.to_dict() if result else {'pushed_model': None,
+                                              'blessed': False}
+  summary.update(extra)
   with open(path, 'w') as f:
-    json.dump(result.to_dict(), f, indent=2, sort_keys=True)
+    json.dump(summary, f, indent=2, sort_keys=True)

@@ -211,11 +211,18 @@ def _logs_to_file(path: str):
 
 
 def _error_text(error: BaseException) -> str:
-  """The innermost cause of a failure, without Beam's wrapping."""
+  """The innermost cause of a failure, without Beam's wrapping.
+
+  Long messages keep their first line (what failed) and their last lines
+  (usually the detail), so the cause fits on the last lines of the terminal.
+  """
   while error.__cause__ is not None or error.__context__ is not None:
     error = error.__cause__ or error.__context__
   lines = [l for l in str(error).strip().splitlines() if l.strip()]
-  return f'{type(error).__name__}: ' + '\n'.join(lines[-12:])
+  if len(lines) > 12:
+    lines = (lines[:1] + [f'  ... ({len(lines) - 11} more lines in the log)']
+             + lines[-10:])
+  return f'{type(error).__name__}: ' + '\n'.join(lines)
 
 
 def _print_summary(result, out) -> None:
@@ -239,7 +246,13 @@ def _print_summary(result, out) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-  """`autostrategy run`."""
+  """`autostrategy run`.
+
+  Checks the data, options and output directory first (exit 2, in a second or
+  two: TFX is imported only after), then runs the pipeline. Whatever happens,
+  the cause is on the last line of stderr and summary.json under the output
+  describes this run.
+  """
   from tfx_autostrategy.components import csv_check  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.components import settings  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.pipeline import local_runner  # pylint: disable=g-import-not-at-top
@@ -263,7 +276,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.hub_model_path else '')
     report = csv_check.check_csv_dir(
         data_root, text_column=text_settings.text_column,
-        label_column=text_settings.label_column)
+        label_column=text_settings.label_column,
+        id_column=text_settings.id_column,
+        lang_column=text_settings.slice_column)
+    # Only a forced CPU run is sure to have --cpu-replicas replicas.
+    min_replicas = (args.cpu_replicas if args.accelerator == 'cpu' and
+                    args.cpu_replicas else 1)
+    report.warnings.extend(csv_check.check_batch_size(
+        report, trainer_settings.per_replica_batch_size, min_replicas))
+    local_runner.check_output_dir(args.output)
     config = local_runner.build_config(
         data_root, args.output, text_settings, trainer_settings, report,
         beam_pipeline_args=args.beam_arg,
@@ -275,6 +296,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     return EXIT_BAD_INPUT
 
   layout = local_runner.Layout(os.path.abspath(args.output))
+  summary_path = os.path.join(layout.output_dir, 'summary.json')
   print(f'data: {os.path.abspath(data_root)} ({report.layout}, '
         f'{sum(report.rows.values())} rows)', file=out)
   for warning in report.warnings:
@@ -284,28 +306,53 @@ def cmd_run(args: argparse.Namespace) -> int:
   started = time.monotonic()
 
   progress = [out]
+  running: List[str] = []
 
   def on_event(component: str, event: str, seconds: Optional[float]) -> None:
     if event == 'started':
+      running.append(component)
       print(f'  {component:<20} ...', file=progress[0], flush=True)
     else:
+      if component in running:
+        running.remove(component)
       print(f'  {component:<20} done in {seconds:.1f} s', file=progress[0],
             flush=True)
 
+  failure: Optional[BaseException] = None
+  partial = None
   try:
     with _logs_to_file(layout.log_path) as (user_out, _):
       progress[0] = user_out
-      result = local_runner.run_pipeline(config, on_event=on_event)
+      try:
+        result = local_runner.run_pipeline(config, on_event=on_event)
+      except Exception as error:  # pylint: disable=broad-except
+        failure = error
+        try:  # What MLMD recorded before the failure (still logged to file).
+          partial = local_runner.read_result(config)
+        except Exception:  # pylint: disable=broad-except
+          partial = None  # e.g. it failed before any execution was recorded.
   except Exception as error:  # pylint: disable=broad-except
+    failure = failure or error
+  if failure is not None:
     # Whatever failed, the user gets the cause last, not buried in Beam logs.
-    print(f'\npipeline failed after {time.monotonic() - started:.0f} s; '
-          'no model was pushed.', file=out)
+    failed = running[-1] if running else ''
+    if not failed and partial:
+      failed = next((c.component for c in partial.components
+                     if c.state == 'FAILED'), '')
+    cause = _error_text(failure)
+    local_runner.write_summary(partial, summary_path, status='failed',
+                               failed_component=failed or None, error=cause,
+                               pushed_model=None)
+    print(f'\npipeline failed after {time.monotonic() - started:.0f} s'
+          f'{" in " + failed if failed else ""}; no model was pushed in this '
+          'run.', file=out)
     print(f'full log: {layout.log_path}', file=out)
-    print(f'error: {_error_text(error)}', file=sys.stderr)
+    print(f'error: {failed + " failed: " if failed else ""}{cause}',
+          file=sys.stderr)
     return EXIT_FAILED
 
-  local_runner.write_summary(result, os.path.join(layout.output_dir,
-                                                  'summary.json'))
+  status = 'pushed' if result.pushed_model else 'not_blessed'
+  local_runner.write_summary(result, summary_path, status=status)
   _print_summary(result, out)
   print(f'finished in {time.monotonic() - started:.0f} s', file=out)
   if args.json:
@@ -318,8 +365,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         'output_dir': result.output_dir,
     }, sort_keys=True), file=out)
   if not result.pushed_model:
-    print(f'error: model not blessed (auc below {config.auc_threshold}); '
-          'nothing was pushed', file=sys.stderr)
+    auc = result.metrics.get('auc')
+    measured = f'auc {auc:.4f} is' if auc is not None else 'auc'
+    print(f'error: model not blessed ({measured} below the threshold '
+          f'{config.auc_threshold}); nothing was pushed', file=sys.stderr)
     return EXIT_NOT_BLESSED
   return EXIT_OK
 

@@ -33,13 +33,21 @@ def describe_anomalies(anomalies_artifact) -> List[str]:
     anomalies = anomalies_pb2.Anomalies()
     anomalies.ParseFromString(fileio.open(path, 'rb').read())
     for feature, info in sorted(anomalies.anomaly_info.items()):
-      lines.append(f'split {split!r}, column {feature!r}: '
-                   f'{info.short_description} ({info.description})')
+      lines.append(f'split {split!r}, column {feature!r}: {_describe(info)}')
     if anomalies.HasField('dataset_anomaly_info'):
-      info = anomalies.dataset_anomaly_info
-      lines.append(f'split {split!r}, dataset: {info.short_description} '
-                   f'({info.description})')
+      lines.append(f'split {split!r}, dataset: '
+                   f'{_describe(anomalies.dataset_anomaly_info)}')
   return lines
+
+
+def _describe(info) -> str:
+  """'Short (long)', or just the long text when it repeats the short one."""
+  short, long = info.short_description, info.description
+  if not long or long == short:
+    return short
+  if long.startswith(short):
+    return long
+  return f'{short} ({long})'
 
 
 @component

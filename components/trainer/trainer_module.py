@@ -8,6 +8,7 @@ carries the settings and `train_args`/`eval_args` carry the step counts.
 
 import json
 import logging
+import math
 import os
 from typing import Any, Dict, Optional, Tuple
 
@@ -116,6 +117,33 @@ def input_dataset(file_pattern, data_accessor, tf_transform_output,
   options.experimental_distribute.auto_shard_policy = (
       tf.data.experimental.AutoShardPolicy.DATA)
   return dataset.with_options(options)
+
+
+class TrainingDivergedError(RuntimeError):
+  """The loss stopped being a finite number: nothing sensible can be exported."""
+
+
+class FailOnNonFiniteLoss(tf.keras.callbacks.Callback):
+  """Stops training with an error the moment the loss is NaN or infinite.
+
+  Keras's TerminateOnNaN only stops quietly, and the model would then be
+  exported, evaluated (AUC 0.5) and reported as merely "not blessed".
+  """
+
+  def __init__(self):
+    super().__init__()
+    self._epoch = 0
+
+  def on_epoch_begin(self, epoch, logs=None):
+    self._epoch = epoch
+
+  def on_train_batch_end(self, batch, logs=None):
+    loss = (logs or {}).get('loss')
+    if loss is not None and not math.isfinite(float(loss)):
+      raise TrainingDivergedError(
+          f'training loss became {float(loss)} in epoch {self._epoch + 1} at '
+          f'step {batch + 1}: the inputs or labels hold invalid values, or '
+          'the learning rate is too high (--learning-rate)')
 
 
 class EpochLog(tf.keras.callbacks.Callback):
@@ -251,6 +279,7 @@ def run_fn(fn_args) -> None:
     backup_dir = custom_config.get(BACKUP_DIR_KEY) or os.path.join(
         fn_args.model_run_dir, 'backup')
     callbacks = [
+        FailOnNonFiniteLoss(),
         tf.keras.callbacks.BackupAndRestore(backup_dir),
         tf.keras.callbacks.TensorBoard(fn_args.model_run_dir,
                                        update_freq='epoch'),

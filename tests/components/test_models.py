@@ -31,11 +31,14 @@ SCRIPT = textwrap.dedent("""
     n = plan.global_batch_size * 6
     ids = rng.integers(1, text.word_vocab_size, size=(n, text.sequence_length))
     ids[:, 10:] = 0  # padding
+    ids[::7] = 0  # empty comments: all padding
     label = (ids[:, 0] % 2).astype('int64')  # learnable from the first token
     features = {settings.TEXT_IDS: ids}
     if name != 'hub':
-      features[settings.CHAR_NGRAMS] = rng.integers(
-          0, text.char_vocab_size, size=(n, text.char_ngram_length))
+      grams = rng.integers(0, text.char_vocab_size,
+                           size=(n, text.char_ngram_length))
+      grams[::7] = 0
+      features[settings.CHAR_NGRAMS] = grams
     dataset = tf.data.Dataset.from_tensor_slices((features, label)).batch(
         plan.global_batch_size, drop_remainder=True).repeat()
     accelerator.apply_precision(plan.precision)
@@ -44,6 +47,7 @@ SCRIPT = textwrap.dedent("""
       models.compile_model(model, trainer, plan.steps_per_execution)
     history = model.fit(dataset, steps_per_epoch=6, epochs=3, verbose=0)
     out = model.predict({k: v[:5] for k, v in features.items()}, verbose=0)
+    assert np.isfinite(out).all(), out
     print(json.dumps({
         'replicas': strategy.num_replicas_in_sync,
         'strategy': type(strategy).__name__,
@@ -117,3 +121,42 @@ def test_mixed_precision_keeps_the_output_float32():
   result = _train('bow', precision='mixed_bfloat16')
   assert result['compute_dtype'] == 'bfloat16'
   assert result['out_dtype'] == 'float32'
+
+
+@pytest.fixture(scope='module')
+def tf_modules():
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.components import models  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.components import settings  # pylint: disable=g-import-not-at-top
+  return tf, models, settings
+
+
+@pytest.mark.parametrize('name', ['bow', 'transformer'])
+def test_empty_text_gives_a_finite_prediction(tf_modules, name):
+  tf, models, settings = tf_modules
+  text = settings.TextSettings(sequence_length=8, vocab_size=20,
+                               num_oov_buckets=1, char_ngram_buckets=31,
+                               char_ngram_length=12)
+  model = models.build(text, settings.TrainerSettings(model=name))
+  features = {settings.TEXT_IDS: tf.constant([[0] * 8, [3, 4] + [0] * 6],
+                                             tf.int64),
+              settings.CHAR_NGRAMS: tf.constant([[0] * 12, [5] * 12], tf.int64)}
+  out = model(features).numpy()
+  assert out.shape == (2, 1)
+  assert all(0.0 < v < 1.0 for v in out.ravel()), out
+  # All-padding rows pool to zeros, not 0/0.
+  pooled = models.MaskedMean()(tf.ones([2, 3, 4]),
+                               mask=tf.constant([[False] * 3, [True] * 3]))
+  assert pooled.numpy().tolist() == [[0.0] * 4, [1.0] * 4]
+
+
+def test_non_finite_loss_stops_training_with_an_error(tf_modules):
+  tf, _, _ = tf_modules
+  from tfx_autostrategy.components.trainer import trainer_module  # pylint: disable=g-import-not-at-top
+  model = tf.keras.Sequential([tf.keras.layers.Dense(1, input_shape=(2,))])
+  model.compile('sgd', 'mse')
+  features = tf.constant([[1.0, 2.0], [float('nan'), 1.0]] * 4)
+  with pytest.raises(trainer_module.TrainingDivergedError,
+                     match=r'training loss became nan in epoch 1 at step 1'):
+    model.fit(features, tf.zeros([8]), batch_size=8, epochs=2, verbose=0,
+              callbacks=[trainer_module.FailOnNonFiniteLoss()])

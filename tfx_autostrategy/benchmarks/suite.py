@@ -1,11 +1,588 @@
-"""`autostrategy bench`: placeholder replaced by the benchmark suite."""
+"""`autostrategy bench` / `make bench`: the benchmark suite.
+
+Benchmarks (`--only` takes a comma-separated subset):
+
+* `trainer`   Trainer throughput (run_fn's input path, strategy scope, same
+              model, batch and steps_per_execution) divided by plain Keras
+              `model.fit` on the same transformed data in memory; target
+              >= 0.95 per model. Also measures `cached`, the proposed
+              `input_dataset` that caches decoded examples.
+* `input`     The Trainer's tf.data pipeline alone (no model) divided by the
+              model's consumption rate (the in-memory fit); target >= 5.
+* `replicas`  The Trainer path with 1, 2, 4 logical CPU replicas
+              (MirroredStrategy, global batch = 32 x replicas), one fresh
+              process per count; examples/s and speed-up over 1 replica.
+* `transform` CsvExampleGen + Transform of the real pipeline at several
+              sizes, Beam DirectRunner in_memory vs multi_processing
+              (2 workers); rows/s, the ratio, and the crossover size from a
+              fixed + per-row cost fit of each mode.
+* `e2e`       `autostrategy run` at several sizes: wall time, peak memory of
+              the largest process, and how both grow with rows (log-log
+              slope; 1.0 is linear).
+
+Each benchmark runs in fresh worker processes; every figure in the JSON
+report names the command that produced it. The data is synthetic
+(`tfx_autostrategy.sample_data`, seeded), generated once per size under
+`OUTPUT/data`. Default sizes finish in about 25-35 minutes on 2 cores;
+`--quick` runs smaller sizes in about 10; `--transform-sizes
+10000,100000,500000` adds the large point.
+"""
 
 import argparse
+import json
+import math
+import os
+import shlex
+import sys
+import time
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from tfx_autostrategy.benchmarks import common
+
+BENCHMARKS = ('trainer', 'input', 'replicas', 'transform', 'e2e')
+
+DEFAULTS = {
+    'fixture_rows': 10_000,
+    'transform_sizes': '10000,100000',
+    'e2e_sizes': '10000,100000',
+    'steps': 100,
+    'rounds': 3,
+}
+QUICK = {
+    'fixture_rows': 3_000,
+    'transform_sizes': '3000,20000',
+    'e2e_sizes': '3000,20000',
+    'steps': 30,
+    'rounds': 2,
+}
+
+TRAINER_TARGET = '>= 0.95'
+INPUT_TARGET = '>= 5'
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-  parser.add_argument('--output', default='outputs/bench')
+  """The options of `autostrategy bench`."""
+  parser.add_argument('--output', default='bench/results',
+                      help='directory for report.json, report.md, logs, '
+                      'generated data and pipeline outputs')
+  parser.add_argument('--only', default=','.join(BENCHMARKS),
+                      help=f'comma-separated subset of {",".join(BENCHMARKS)}')
+  parser.add_argument('--quick', action='store_true',
+                      help='smaller sizes and fewer steps (about 10 minutes): '
+                      + ', '.join(f'{k}={v}' for k, v in QUICK.items()))
+  parser.add_argument('--fixture-rows', type=int, default=None,
+                      help='rows of the data whose Transform output the '
+                      f'trainer/input/replicas benchmarks read (default '
+                      f'{DEFAULTS["fixture_rows"]})')
+  parser.add_argument('--pipeline-root', default='',
+                      help='reuse the Transform artifacts of an earlier run '
+                      '(autostrategy run OUTPUT/pipeline_root) instead of '
+                      'running Transform for the fixture')
+  parser.add_argument('--transform-sizes', default=None,
+                      help=f'rows, comma-separated (default '
+                      f'{DEFAULTS["transform_sizes"]})')
+  parser.add_argument('--transform-workers', type=int, default=2,
+                      help='direct_num_workers in multi_processing mode')
+  parser.add_argument('--e2e-sizes', default=None,
+                      help=f'rows, comma-separated (default '
+                      f'{DEFAULTS["e2e_sizes"]})')
+  parser.add_argument('--e2e-epochs', type=int, default=1,
+                      help='--epochs of the end-to-end runs')
+  parser.add_argument('--models', default='bow,transformer',
+                      help='models of the trainer/input benchmarks')
+  parser.add_argument('--replicas', default='1,2,4',
+                      help='logical CPU replica counts (model bow)')
+  parser.add_argument('--steps', type=int, default=None,
+                      help='training steps per timed fit call (default '
+                      f'{DEFAULTS["steps"]}, capped by one pass over the '
+                      'train split)')
+  parser.add_argument('--rounds', type=int, default=None,
+                      help=f'timed fit calls per variant (default '
+                      f'{DEFAULTS["rounds"]}); the median is reported')
+  parser.add_argument('--warmup', type=int, default=5,
+                      help='steps of every fit call left out of the timing')
+  parser.add_argument('--seed', type=int, default=0, help='data seed')
+  parser.add_argument('--timeout', type=float, default=3600,
+                      help='seconds per worker process')
+
+
+def _sizes(text: str) -> List[int]:
+  sizes = sorted({int(s) for s in text.split(',') if s.strip()})
+  if not sizes or sizes[0] < 1:
+    raise ValueError(f'bad sizes {text!r}')
+  return sizes
+
+
+def _resolve_options(args: argparse.Namespace) -> Dict[str, Any]:
+  base = QUICK if args.quick else DEFAULTS
+  only = [b.strip() for b in args.only.split(',') if b.strip()]
+  unknown = sorted(set(only) - set(BENCHMARKS))
+  if unknown:
+    raise ValueError(f'unknown benchmarks {unknown}; choose from '
+                     f'{",".join(BENCHMARKS)}')
+  return {
+      'only': only,
+      'quick': bool(args.quick),
+      'fixture_rows': args.fixture_rows or base['fixture_rows'],
+      'pipeline_root': os.path.abspath(args.pipeline_root)
+                       if args.pipeline_root else '',
+      'transform_sizes': _sizes(args.transform_sizes or
+                                base['transform_sizes']),
+      'transform_workers': args.transform_workers,
+      'e2e_sizes': _sizes(args.e2e_sizes or base['e2e_sizes']),
+      'e2e_epochs': args.e2e_epochs,
+      'models': [m for m in args.models.split(',') if m],
+      'replicas': sorted({int(r) for r in args.replicas.split(',') if r}),
+      'steps': args.steps or base['steps'],
+      'rounds': args.rounds or base['rounds'],
+      'warmup': args.warmup,
+      'seed': args.seed,
+      'timeout': args.timeout,
+  }
+
+
+def linear_fit(points: Sequence[Tuple[float, float]]) -> Tuple[float, float]:
+  """Least-squares `y = a + b x`; returns (a, b)."""
+  n = len(points)
+  mean_x = sum(x for x, _ in points) / n
+  mean_y = sum(y for _, y in points) / n
+  sxx = sum((x - mean_x) ** 2 for x, _ in points)
+  if sxx == 0:
+    return mean_y, 0.0
+  b = sum((x - mean_x) * (y - mean_y) for x, y in points) / sxx
+  return mean_y - b * mean_x, b
+
+
+def crossover(fixed_a: float, per_row_a: float, fixed_b: float,
+              per_row_b: float) -> Optional[float]:
+  """Rows where `b` (more start-up, less per row) becomes faster than `a`.
+
+  Returns None when `b` never catches up (its per-row cost is not lower),
+  and 0 when `b` is faster at every size.
+  """
+  if per_row_b >= per_row_a:
+    return 0.0 if fixed_b <= fixed_a and per_row_b == per_row_a else None
+  rows = (fixed_b - fixed_a) / (per_row_a - per_row_b)
+  return max(rows, 0.0)
+
+
+def growth_exponent(n1: float, v1: float, n2: float, v2: float) -> float:
+  """Log-log slope between two points: 1.0 is linear growth."""
+  return math.log(v2 / v1) / math.log(n2 / n1)
+
+
+class Suite:
+  """Runs the selected benchmarks and collects `Figure`s."""
+
+  def __init__(self, options: Dict[str, Any], output_dir: str,
+               suite_command: str):
+    self.options = options
+    self.output_dir = os.path.abspath(output_dir)
+    self.suite_command = suite_command
+    self.figures: List[common.Figure] = []
+    self.errors: List[Dict[str, str]] = []
+    self.log_path = os.path.join(self.output_dir, 'logs', 'workers.log')
+    self.work_dir = os.path.join(self.output_dir, 'work')
+    self._fixture: Optional[Dict[str, Any]] = None
+    self._transform_runs: Dict[Tuple[int, str], Dict[str, Any]] = {}
+
+  # Helpers -----------------------------------------------------------------
+
+  def say(self, text: str) -> None:
+    print(f'[bench {time.strftime("%H:%M:%S")}] {text}', flush=True)
+
+  def add(self, benchmark: str, name: str, value: float, unit: str,
+          command: str, target: str = '', **details) -> common.Figure:
+    figure = common.Figure(benchmark, name, float(value), unit, command,
+                           target, common.check_target(value, target)
+                           if target else None, details)
+    self.figures.append(figure)
+    verdict = ('' if figure.passed is None else
+               f' (target {target}: {"pass" if figure.passed else "FAIL"})')
+    self.say(f'{name} = {value:.4g} {unit}{verdict}')
+    return figure
+
+  def fail(self, benchmark: str, what: str, run: common.ProcessRun,
+           command: str) -> None:
+    tail = '\n'.join(run.stdout.strip().splitlines()[-5:])
+    self.errors.append({'benchmark': benchmark, 'what': what,
+                        'command': command,
+                        'returncode': str(run.returncode),
+                        'log': self.log_path, 'stdout_tail': tail})
+    self.say(f'FAILED: {what} (exit {run.returncode}); see {self.log_path}')
+
+  def data(self, rows: int) -> str:
+    return common.ensure_data(os.path.join(self.output_dir, 'data'), rows,
+                              self.options['seed'])
+
+  def worker(self, module: str, *args: str) -> Tuple[List[str], str]:
+    argv = [sys.executable, '-m', f'tfx_autostrategy.benchmarks.{module}',
+            *args]
+    return argv, common.command_text(argv)
+
+  # Transform ---------------------------------------------------------------
+
+  def transform_run(self, rows: int, mode: str) -> Optional[Dict[str, Any]]:
+    """Runs (once) ExampleGen + Transform on `rows` rows in `mode`."""
+    key = (rows, mode)
+    if key in self._transform_runs:
+      return self._transform_runs[key]
+    data = self.data(rows)
+    out = os.path.join(self.work_dir, f'transform-{rows}-{mode}-'
+                       f'{time.strftime("%Y%m%d-%H%M%S")}')
+    argv, command = self.worker(
+        'transform_worker', '--data', data, '--output', out, '--mode', mode,
+        '--workers', str(self.options['transform_workers']))
+    self.say(f'Transform {rows} rows, {mode} ...')
+    run = common.run_measured(argv, self.log_path, self.options['timeout'])
+    if run.returncode or not run.result:
+      self.fail('transform', f'Transform {rows} rows {mode}', run, command)
+      return None
+    result = dict(run.result, command=command,
+                  data_command=common.data_command(rows, self.options['seed'],
+                                                   data),
+                  peak_rss_mib=run.peak_rss_mib,
+                  peak_tree_rss_mib=run.peak_tree_rss_mib)
+    self._transform_runs[key] = result
+    return result
+
+  def fixture(self) -> Optional[Dict[str, Any]]:
+    """Transform artifacts the training benchmarks read."""
+    if self._fixture is None:
+      root = self.options['pipeline_root']
+      if root:
+        self._fixture = _artifacts_under(root)
+        self._fixture['command'] = f'(reused) {root}'
+      else:
+        self._fixture = self.transform_run(self.options['fixture_rows'],
+                                           'in_memory')
+    return self._fixture
+
+  def bench_transform(self) -> None:
+    sizes = self.options['transform_sizes']
+    modes = ('in_memory', 'multi_processing')
+    points = {m: [] for m in modes}
+    for rows in sizes:
+      runs = {m: self.transform_run(rows, m) for m in modes}
+      for mode, run in runs.items():
+        if not run or not run.get('transform_seconds'):
+          continue
+        seconds = run['transform_seconds']
+        points[mode].append((rows, seconds))
+        self.add('transform', f'transform rows/s [{rows} rows, {mode}]',
+                 rows / seconds, 'rows/s', run['command'],
+                 transform_seconds=seconds,
+                 example_gen_seconds=run.get('example_gen_seconds'),
+                 peak_rss_mib=run['peak_rss_mib'],
+                 peak_tree_rss_mib=run['peak_tree_rss_mib'],
+                 data_command=run['data_command'])
+      if all(runs.values()):
+        im, mp = runs['in_memory'], runs['multi_processing']
+        self.add('transform',
+                 f'transform multi_processing/in_memory speed [{rows} rows]',
+                 im['transform_seconds'] / mp['transform_seconds'], 'ratio',
+                 f'{im["command"]} ; {mp["command"]}',
+                 note='> 1 means multi_processing is faster')
+    if all(len(points[m]) >= 2 for m in modes):
+      fits = {m: linear_fit(points[m]) for m in modes}
+      for mode, (fixed, per_row) in fits.items():
+        self.add('transform', f'transform fixed cost [{mode}]', fixed, 's',
+                 'linear fit of the Transform seconds above',
+                 points=points[mode])
+        self.add('transform', f'transform marginal rows/s [{mode}]',
+                 1.0 / per_row if per_row > 0 else float('inf'), 'rows/s',
+                 'linear fit of the Transform seconds above',
+                 points=points[mode])
+      rows = crossover(*fits['in_memory'], *fits['multi_processing'])
+      self.add('transform', 'transform crossover (multi_processing faster '
+               'above)', rows if rows is not None else float('inf'), 'rows',
+               'linear fits of the in_memory and multi_processing Transform '
+               'seconds above', fits={m: list(f) for m, f in fits.items()},
+               never=rows is None)
+
+  # Training ----------------------------------------------------------------
+
+  def _training_worker(self, model: str, variants: str, replicas: int = 0,
+                       ) -> Tuple[Optional[Dict[str, Any]], str]:
+    fixture = self.fixture()
+    if not fixture:
+      return None, ''
+    args = ['--examples', fixture['examples'], '--transform-graph',
+            fixture['transform_graph'], '--model', model, '--variants',
+            variants, '--rounds', str(self.options['rounds']), '--max-steps',
+            str(self.options['steps']), '--warmup',
+            str(self.options['warmup'])]
+    if replicas:
+      args += ['--cpu-replicas', str(replicas)]
+    argv, command = self.worker('training_worker', *args)
+    self.say(f'training worker: model {model}, variants {variants}'
+             + (f', {replicas} CPU replicas' if replicas else '') + ' ...')
+    run = common.run_measured(argv, self.log_path, self.options['timeout'])
+    if run.returncode or not run.result:
+      self.fail('trainer', f'training worker {model} {variants}', run,
+                command)
+      return None, command
+    return run.result, command
+
+  def bench_trainer_and_input(self, want_trainer: bool,
+                              want_input: bool) -> None:
+    variants = []
+    if want_trainer:
+      variants += ['trainer', 'memory', 'cached']
+    if want_input:
+      variants += ['memory', 'input']
+    variants = ','.join(dict.fromkeys(variants))
+    for model in self.options['models']:
+      result, command = self._training_worker(model, variants)
+      if not result:
+        continue
+      median = result['median']
+      details = {'global_batch_size': result['global_batch_size'],
+                 'steps_per_execution':
+                     result['plan']['steps_per_execution'],
+                 'steps_per_fit': result['steps_per_fit'],
+                 'train_examples': result['train_examples'],
+                 'rounds': result['rates']}
+      if want_trainer:
+        for variant in ('trainer', 'memory', 'cached'):
+          self.add('trainer', f'{variant} examples/s [{model}]',
+                   median[variant], 'examples/s', command, **details)
+        self.add('trainer', f'trainer / in-memory fit [{model}]',
+                 median['trainer'] / median['memory'], 'ratio', command,
+                 TRAINER_TARGET, **details)
+        self.add('trainer', f'cached input (proposed) / in-memory fit '
+                 f'[{model}]', median['cached'] / median['memory'], 'ratio',
+                 command, TRAINER_TARGET, **details)
+      if want_input:
+        self.add('input', f'input pipeline examples/s [{model}]',
+                 median['input'], 'examples/s', command, **details)
+        self.add('input', f'input pipeline / model consumption [{model}]',
+                 median['input'] / median['memory'], 'ratio', command,
+                 INPUT_TARGET, **details)
+
+  def bench_replicas(self) -> None:
+    rates = {}
+    commands = {}
+    for replicas in self.options['replicas']:
+      result, command = self._training_worker('bow', 'trainer', replicas)
+      if not result:
+        continue
+      rates[replicas] = result['median']['trainer']
+      commands[replicas] = command
+      self.add('replicas', f'trainer examples/s [{replicas} CPU replicas, '
+               f'global batch {result["global_batch_size"]}]',
+               rates[replicas], 'examples/s', command,
+               strategy=result['plan']['strategy'],
+               rounds=result['rates']['trainer'],
+               steps_per_fit=result['steps_per_fit'])
+    base = min(rates) if rates else None
+    for replicas, rate in sorted(rates.items()):
+      if replicas == base:
+        continue
+      self.add('replicas', f'speed-up {replicas} vs {base} CPU replicas',
+               rate / rates[base], 'ratio',
+               f'{commands[replicas]} ; {commands[base]}')
+
+  # End to end --------------------------------------------------------------
+
+  def bench_e2e(self) -> None:
+    results = {}
+    for rows in self.options['e2e_sizes']:
+      data = self.data(rows)
+      out = os.path.join(self.work_dir,
+                         f'e2e-{rows}-{time.strftime("%Y%m%d-%H%M%S")}')
+      argv = [os.path.join(os.path.dirname(sys.executable), 'autostrategy'),
+              'run', '--data', data, '--output', out, '--epochs',
+              str(self.options['e2e_epochs']), '--auc-threshold', '0',
+              '--json']
+      if not os.path.exists(argv[0]):
+        argv[:1] = [sys.executable, '-m', 'tfx_autostrategy.cli']
+      command = common.command_text(argv)
+      self.say(f'autostrategy run on {rows} rows ...')
+      run = common.run_measured(argv, self.log_path, self.options['timeout'])
+      if run.returncode:
+        self.fail('e2e', f'autostrategy run {rows} rows', run, command)
+        continue
+      components = {}
+      try:
+        with open(os.path.join(out, 'summary.json')) as f:
+          for component in json.load(f)['components']:
+            components[component['component']] = component['seconds']
+      except (OSError, KeyError, ValueError):
+        pass
+      results[rows] = (run, components, command)
+      details = {'components_seconds': components,
+                 'data_command': common.data_command(rows,
+                                                     self.options['seed'],
+                                                     data),
+                 'auc': (run.result or {}).get('metrics', {}).get('auc')}
+      self.add('e2e', f'e2e wall time [{rows} rows]', run.seconds, 's',
+               command, **details)
+      self.add('e2e', f'e2e peak RSS, largest process [{rows} rows]',
+               run.peak_rss_mib, 'MiB', command)
+      self.add('e2e', f'e2e peak RSS, whole process tree [{rows} rows]',
+               run.peak_tree_rss_mib, 'MiB', command,
+               processes=run.peak_processes)
+    sizes = sorted(results)
+    if len(sizes) >= 2:
+      n1, n2 = sizes[0], sizes[-1]
+      (r1, c1, cmd1), (r2, c2, cmd2) = results[n1], results[n2]
+      both = f'{cmd1} ; {cmd2}'
+      self.add('e2e', f'e2e wall-time growth exponent {n1}->{n2} rows',
+               growth_exponent(n1, r1.seconds, n2, r2.seconds), 'log-log slope',
+               both, note='1.0 = linear; fixed start-up costs pull it below 1')
+      marginal = (r2.seconds - r1.seconds) / (n2 - n1)
+      self.add('e2e', f'e2e marginal cost {n1}->{n2} rows',
+               marginal * 1000.0, 's per 1000 rows', both)
+      self.add('e2e', f'e2e peak-RSS growth exponent {n1}->{n2} rows',
+               growth_exponent(n1, r1.peak_rss_mib, n2, r2.peak_rss_mib),
+               'log-log slope', both)
+      growth = {}
+      for component in sorted(set(c1) & set(c2)):
+        if c1[component] and c2[component] and c1[component] > 0.5:
+          growth[component] = {
+              'seconds': [c1[component], c2[component]],
+              'exponent': growth_exponent(n1, c1[component], n2,
+                                          c2[component])}
+      if growth:
+        worst = max(growth, key=lambda c: growth[c]['exponent'])
+        self.add('e2e', f'e2e steepest component growth exponent '
+                 f'({worst})', growth[worst]['exponent'], 'log-log slope',
+                 both, components=growth)
+
+  # Running -----------------------------------------------------------------
+
+  def run(self) -> None:
+    only = self.options['only']
+    if 'transform' in only:
+      self.bench_transform()
+    if 'trainer' in only or 'input' in only:
+      self.bench_trainer_and_input('trainer' in only, 'input' in only)
+    if 'replicas' in only:
+      self.bench_replicas()
+    if 'e2e' in only:
+      self.bench_e2e()
+
+  def report(self, machine: Dict[str, Any], started: float) -> Dict[str, Any]:
+    return {
+        'suite_command': self.suite_command,
+        'machine': machine,
+        'options': self.options,
+        'seconds': time.monotonic() - started,
+        'fixture': {k: v for k, v in (self._fixture or {}).items()
+                    if k in ('examples', 'transform_graph', 'command',
+                             'rows')},
+        'figures': [f.to_dict() for f in self.figures],
+        'errors': self.errors,
+    }
+
+
+def _artifacts_under(pipeline_root: str) -> Dict[str, Any]:
+  """Latest Transform output artifacts under an `autostrategy run` root."""
+  found = {}
+  for key, sub in (('examples', 'transformed_examples'),
+                   ('transform_graph', 'transform_graph')):
+    base = os.path.join(pipeline_root, 'Transform', sub)
+    ids = sorted((int(d) for d in os.listdir(base) if d.isdigit()),
+                 reverse=True) if os.path.isdir(base) else []
+    if not ids:
+      raise ValueError(f'no Transform {sub} artifact under {pipeline_root}')
+    found[key] = os.path.join(base, str(ids[0]))
+  return found
+
+
+def _format_value(value: float, unit: str) -> str:
+  if math.isinf(value):
+    return 'never' if value > 0 else '-inf'
+  if unit in ('ratio', 'log-log slope'):
+    return f'{value:.2f}'
+  if abs(value) >= 100:
+    return f'{value:,.0f}'
+  return f'{value:.3g}'
+
+
+def render_table(figures: Sequence[Dict[str, Any]]) -> str:
+  """The report's figures as a Markdown table."""
+  lines = ['| benchmark | figure | value | unit | target | result |',
+           '|---|---|---:|---|---|---|']
+  for f in figures:
+    result = '' if f['passed'] is None else ('pass' if f['passed'] else
+                                              '**FAIL**')
+    lines.append(f'| {f["benchmark"]} | {f["name"]} | '
+                 f'{_format_value(f["value"], f["unit"])} | {f["unit"]} | '
+                 f'{f["target"]} | {result} |')
+  return '\n'.join(lines)
+
+
+def render_markdown(report: Dict[str, Any]) -> str:
+  """report.md: machine, table, the commands behind the figures, errors."""
+  m = report['machine']
+  lines = [
+      '# autostrategy bench',
+      '',
+      f'`{report["suite_command"]}` — {m["date"]}, {m["cores"]} cores '
+      f'({m["cpu_model"]}), {m["memory_gib"]} GiB, TensorFlow '
+      f'{m["tensorflow"]}, TFX {m["tfx"]}, Beam {m["apache_beam"]}; load '
+      f'average at start {m["load_average_1m_at_start"]}; suite took '
+      f'{report["seconds"] / 60:.1f} min.',
+      '',
+      render_table(report['figures']),
+      '',
+      '## Commands',
+      '',
+  ]
+  commands = []
+  for f in report['figures']:
+    for command in f['command'].split(' ; '):
+      if command not in commands:
+        commands.append(command)
+  lines += [f'{i + 1}. `{c}`' for i, c in enumerate(commands)]
+  if report['errors']:
+    lines += ['', '## Errors', '']
+    lines += [f'- {e["what"]}: exit {e["returncode"]} (`{e["command"]}`), '
+              f'log {e["log"]}' for e in report['errors']]
+  return '\n'.join(lines) + '\n'
+
+
+def write_report(report: Dict[str, Any], output_dir: str) -> Tuple[str, str]:
+  os.makedirs(output_dir, exist_ok=True)
+  json_path = os.path.join(output_dir, 'report.json')
+  md_path = os.path.join(output_dir, 'report.md')
+  with open(json_path, 'w') as f:
+    json.dump(report, f, indent=2, sort_keys=True)
+  with open(md_path, 'w') as f:
+    f.write(render_markdown(report))
+  return json_path, md_path
 
 
 def run(args: argparse.Namespace) -> int:
-  raise NotImplementedError(args)
+  """Runs the suite; 0 when every selected benchmark produced its figures."""
+  try:
+    options = _resolve_options(args)
+  except ValueError as error:
+    print(f'error: {error}', file=sys.stderr)
+    return 2
+  started = time.monotonic()
+  argv = sys.argv[1:] if sys.argv and sys.argv[0].endswith(
+      ('autostrategy', 'cli.py')) else ['bench']
+  suite_command = 'autostrategy ' + shlex.join(argv)
+  suite = Suite(options, args.output, suite_command)
+  machine = common.machine_info()
+  suite.say(f'{machine["cores"]} cores, {machine["memory_gib"]} GiB, '
+            f'TensorFlow {machine["tensorflow"]}; benchmarks: '
+            f'{",".join(options["only"])}; worker logs: {suite.log_path}')
+  try:
+    suite.run()
+  finally:
+    report = suite.report(machine, started)
+    json_path, md_path = write_report(report, suite.output_dir)
+  print()
+  print(render_table(report['figures']))
+  print()
+  print(f'report: {json_path}')
+  print(f'table:  {md_path}')
+  if report['errors']:
+    print(f'{len(report["errors"])} benchmark run(s) failed; see '
+          f'{suite.log_path}', file=sys.stderr)
+    return 1
+  return 0

@@ -1,0 +1,76 @@
+"""The benchmark suite: report helpers, and a smoke run of the real workers."""
+
+import json
+import math
+import os
+
+import pytest
+
+from conftest import run_cli
+from tfx_autostrategy.benchmarks import suite
+
+
+def test_linear_fit_and_crossover():
+  fixed, per_row = suite.linear_fit([(10, 12.0), (20, 22.0), (30, 32.0)])
+  assert fixed == pytest.approx(2.0)
+  assert per_row == pytest.approx(1.0)
+  # b: 10 s more start-up, half the per-row cost -> catches up at 20 rows.
+  assert suite.crossover(2.0, 1.0, 12.0, 0.5) == pytest.approx(20.0)
+  assert suite.crossover(2.0, 1.0, 12.0, 1.5) is None
+  assert suite.growth_exponent(10, 5.0, 100, 50.0) == pytest.approx(1.0)
+
+
+def test_table_marks_targets():
+  figures = [
+      {'benchmark': 'trainer', 'name': 'a', 'value': 0.97, 'unit': 'ratio',
+       'target': '>= 0.95', 'passed': True},
+      {'benchmark': 'trainer', 'name': 'b', 'value': 0.5, 'unit': 'ratio',
+       'target': '>= 0.95', 'passed': False},
+      {'benchmark': 'transform', 'name': 'c', 'value': float('inf'),
+       'unit': 'rows', 'target': '', 'passed': None},
+  ]
+  table = suite.render_table(figures).splitlines()
+  assert table[0].startswith('| benchmark |')
+  assert '| 0.97 | ratio | >= 0.95 | pass |' in table[2]
+  assert '**FAIL**' in table[3]
+  assert '| never |' in table[4]
+
+
+def test_unknown_benchmark_is_a_usage_error(tmp_path):
+  proc = run_cli('bench', '--only', 'nonsense', '--output', str(tmp_path),
+                 timeout=120)
+  assert proc.returncode == 2
+  assert 'nonsense' in proc.stderr
+
+
+@pytest.mark.bench
+def test_smallest_suite_writes_a_report(pipeline_run, tmp_path):
+  """Trainer, input and replica benchmarks on the shared 800-row run.
+
+  Reuses the Transform output of the session's pipeline run, so only the
+  training workers run here (about a minute after that run).
+  """
+  _, _, output = pipeline_run
+  out = tmp_path / 'bench'
+  proc = run_cli('bench', '--output', str(out), '--only',
+                 'trainer,input,replicas', '--pipeline-root',
+                 os.path.join(output, 'pipeline_root'), '--models', 'bow',
+                 '--replicas', '1,2', '--steps', '3', '--rounds', '1',
+                 '--warmup', '1', timeout=600)
+  assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+  report = json.loads((out / 'report.json').read_text())
+  assert report['errors'] == []
+  for key in ('cores', 'memory_gib', 'tensorflow', 'date'):
+    assert report['machine'][key]
+  names = {f['name'] for f in report['figures']}
+  for name in ('trainer / in-memory fit [bow]',
+               'input pipeline / model consumption [bow]',
+               'speed-up 2 vs 1 CPU replicas'):
+    assert name in names
+  for figure in report['figures']:
+    assert set(figure) >= {'benchmark', 'name', 'value', 'unit', 'command'}
+    assert 'python -m tfx_autostrategy.benchmarks.' in figure['command']
+    if figure['unit'] in ('ratio', 'examples/s'):
+      assert math.isfinite(figure['value']) and figure['value'] > 0, figure
+  assert '| benchmark | figure |' in (out / 'report.md').read_text()
+  assert '| trainer | trainer / in-memory fit [bow] |' in proc.stdout

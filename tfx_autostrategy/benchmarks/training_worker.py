@@ -1,0 +1,287 @@
+"""Worker: Trainer throughput, plain in-memory Keras, and the input pipeline.
+
+    python -m tfx_autostrategy.benchmarks.training_worker \
+        --examples URI --transform-graph URI [--model bow|transformer] \
+        [--per-replica-batch-size 32] [--cpu-replicas N] \
+        [--variants trainer,memory,input] [--rounds 3] [--steps 0]
+
+`--examples` and `--transform-graph` are Transform's output artifacts
+(`pipeline_root/Transform/transformed_examples/<id>` and
+`.../transform_graph/<id>`).
+
+Variants, all in this one process so that their ratios share the machine's
+state (the rounds alternate between them):
+
+* `trainer`: what `run_fn` does — `accelerator.resolve`, the FnArgs TFX
+  builds (`fn_args_utils.get_common_fn_args`, so the same `data_accessor`),
+  `trainer_module.input_dataset` over the transformed TFRecords, model built
+  and compiled in `strategy.scope()` with the plan's steps_per_execution,
+  `model.fit(dataset, steps_per_epoch=...)`.
+* `memory`: the same model, batch and steps_per_execution, `model.fit` on
+  the same train split decoded once into in-memory tensors.
+* `cached`: like `trainer`, with `input_dataset` replaced by
+  `candidate_input_dataset` (decoded examples cached in memory) — the fix
+  proposed when `trainer` falls short.
+* `input`: iterating the Trainer's dataset without a model.
+
+Throughput is examples/s over the steps after `--warmup` steps of every fit
+call (tracing, the shuffle buffer's first fill and the iterator's start are
+excluded; they are one-off costs, not throughput); each variant's figure is
+the median over rounds. Validation and the epoch-end callbacks of `run_fn`
+are not part of these figures (see BENCHMARKS.md).
+"""
+
+import argparse
+import os
+import sys
+import time
+
+VARIANTS = ('trainer', 'memory', 'cached', 'input')
+
+
+def _configure_devices(cpu_replicas: int) -> None:
+  os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
+  from tfx_autostrategy.components import accelerator  # pylint: disable=g-import-not-at-top
+  if cpu_replicas:
+    accelerator.configure_cpu_replicas(cpu_replicas)
+
+
+def fn_args_for(examples_uri: str, transform_graph_uri: str):
+  """The FnArgs TFX's Trainer executor would build for these artifacts."""
+  from tfx.components.trainer import fn_args_utils  # pylint: disable=g-import-not-at-top
+  from tfx.types import artifact_utils  # pylint: disable=g-import-not-at-top
+  from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
+  examples = standard_artifacts.Examples()
+  examples.uri = examples_uri
+  splits = sorted(name[len('Split-'):] for name in os.listdir(examples_uri)
+                  if name.startswith('Split-'))
+  examples.split_names = artifact_utils.encode_split_names(splits)
+  graph = standard_artifacts.TransformGraph()
+  graph.uri = transform_graph_uri
+  fn_args = fn_args_utils.get_common_fn_args(
+      {'examples': [examples], 'transform_graph': [graph]},
+      {'train_args': '{}', 'eval_args': '{}'})
+  # As TFX's Trainer executor does (`transform_output` is the old name).
+  fn_args.transform_output = fn_args.transform_graph_path
+  return fn_args
+
+
+def decode_split(file_pattern, data_accessor, tf_transform_output,
+                 max_examples: int = 0):
+  """One pass over a split, decoded into numpy arrays: (features, labels)."""
+  import numpy as np  # pylint: disable=g-import-not-at-top
+  from tfx_bsl.public import tfxio  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.components import settings  # pylint: disable=g-import-not-at-top
+  dataset = data_accessor.tf_dataset_factory(
+      file_pattern,
+      tfxio.TensorFlowDatasetOptions(batch_size=1024,
+                                     label_key=settings.LABEL, num_epochs=1,
+                                     shuffle=False, drop_final_batch=False),
+      tf_transform_output.transformed_metadata.schema)
+  features, labels, count = {}, [], 0
+  for batch_features, batch_labels in dataset.as_numpy_iterator():
+    for key, value in batch_features.items():
+      features.setdefault(key, []).append(value)
+    labels.append(batch_labels)
+    count += len(batch_labels)
+    if max_examples and count >= max_examples:
+      break
+  return ({k: np.concatenate(v) for k, v in features.items()},
+          np.concatenate(labels))
+
+
+def candidate_input_dataset(file_pattern, data_accessor, tf_transform_output,
+                            global_batch_size: int, shuffle: bool):
+  """`input_dataset` with decoded examples cached in memory (proposed fix).
+
+  The first pass reads and parses the TFRecords once; later epochs reshuffle
+  the cached, already-parsed examples (a full-split shuffle, better than the
+  10,000-record buffer) and batch them, so no per-step parsing or
+  decompression competes with training for the CPU.
+  """
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from tfx_bsl.public import tfxio  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.components import settings  # pylint: disable=g-import-not-at-top
+  dataset = data_accessor.tf_dataset_factory(
+      file_pattern,
+      tfxio.TensorFlowDatasetOptions(
+          batch_size=1024, label_key=settings.LABEL, num_epochs=1,
+          shuffle=False, drop_final_batch=False),
+      tf_transform_output.transformed_metadata.schema)
+  dataset = dataset.unbatch().cache()
+  if shuffle:
+    dataset = dataset.shuffle(100_000, seed=0, reshuffle_each_iteration=True)
+  dataset = dataset.repeat().batch(global_batch_size, drop_remainder=True)
+  options = tf.data.Options()
+  options.experimental_distribute.auto_shard_policy = (
+      tf.data.experimental.AutoShardPolicy.DATA)
+  return dataset.with_options(options).prefetch(tf.data.AUTOTUNE)
+
+
+def _step_timer():
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+
+  class StepTimer(tf.keras.callbacks.Callback):
+    """Records (last step index, time) after every train_function call."""
+
+    def __init__(self):
+      super().__init__()
+      # Keep logs as tensors: no per-step conversion that the Trainer
+      # would not do either.
+      self._supports_tf_logs = True
+      self.marks = []
+
+    def on_train_begin(self, logs=None):
+      self.marks = []
+
+    def on_train_batch_end(self, batch, logs=None):
+      self.marks.append((batch, time.perf_counter()))
+
+    def rate(self, batch_size: int, warmup: int) -> float:
+      """Examples/s from the end of step `warmup` to the last step."""
+      start = next((m for m in self.marks if m[0] >= warmup - 1),
+                   self.marks[0])
+      end = self.marks[-1]
+      if end[0] <= start[0]:
+        start = self.marks[0]
+      return (end[0] - start[0]) * batch_size / max(end[1] - start[1], 1e-9)
+
+  return StepTimer()
+
+
+def main(argv=None) -> int:
+  parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+  parser.add_argument('--examples', required=True)
+  parser.add_argument('--transform-graph', required=True)
+  parser.add_argument('--model', default='bow')
+  parser.add_argument('--per-replica-batch-size', type=int, default=32)
+  parser.add_argument('--cpu-replicas', type=int, default=0)
+  parser.add_argument('--variants', default='trainer,memory,input')
+  parser.add_argument('--rounds', type=int, default=3)
+  parser.add_argument('--steps', type=int, default=0,
+                      help='steps per fit call; 0 = one pass over the train '
+                      'split (capped by --max-steps)')
+  parser.add_argument('--max-steps', type=int, default=400)
+  parser.add_argument('--warmup', type=int, default=5)
+  parser.add_argument('--input-batches', type=int, default=0,
+                      help='batches per input-only round; 0 = 4x the steps')
+  args = parser.parse_args(argv)
+  variants = [v for v in args.variants.split(',') if v]
+  unknown = sorted(set(variants) - set(VARIANTS))
+  if unknown:
+    parser.error(f'unknown variants {unknown}; choose from {VARIANTS}')
+
+  _configure_devices(args.cpu_replicas)
+  started = time.monotonic()
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  import tensorflow_transform as tft  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.benchmarks import common  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.components import accelerator  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.components import models  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.components import settings as settings_lib  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.components.trainer import trainer_module  # pylint: disable=g-import-not-at-top
+
+  trainer_settings = settings_lib.TrainerSettings(
+      model=args.model, per_replica_batch_size=args.per_replica_batch_size)
+  text_settings = settings_lib.TextSettings()
+  # As in run_fn.
+  strategy, plan, _ = accelerator.resolve(
+      trainer_settings.accelerator, trainer_settings.per_replica_batch_size,
+      precision=trainer_settings.precision,
+      steps_per_execution=trainer_settings.steps_per_execution)
+  batch = plan.global_batch_size
+  fn_args = fn_args_for(args.examples, args.transform_graph)
+  tf_transform_output = tft.TFTransformOutput(fn_args.transform_output)
+
+  # The train split, decoded once: the in-memory baseline and the step count.
+  features, labels = decode_split(fn_args.train_files, fn_args.data_accessor,
+                                  tf_transform_output)
+  train_examples = len(labels)
+  steps = args.steps or max(1, min(args.max_steps, train_examples // batch))
+  if train_examples < batch:
+    raise SystemExit(f'train split has {train_examples} examples, fewer than '
+                     f'one global batch of {batch}')
+  warmup = min(args.warmup, max(steps - 2, 0))
+
+  accelerator.apply_precision(plan.precision)
+  datasets, fitted = {}, {}
+  for variant in variants:
+    if variant in ('trainer', 'input'):
+      datasets[variant] = trainer_module.input_dataset(
+          fn_args.train_files, fn_args.data_accessor, tf_transform_output,
+          batch, shuffle=True)
+      trainer_module.check_static_shapes(datasets[variant])
+    elif variant == 'cached':
+      datasets[variant] = candidate_input_dataset(
+          fn_args.train_files, fn_args.data_accessor, tf_transform_output,
+          batch, shuffle=True)
+    if variant == 'input':
+      continue
+    with strategy.scope():
+      model = models.build(text_settings, trainer_settings)
+      models.compile_model(model, trainer_settings, plan.steps_per_execution)
+    fitted[variant] = model
+
+  # In-memory tensors: the model's inputs only, whole batches only.
+  in_memory = None
+  if 'memory' in fitted:
+    n = min(train_examples, steps * batch) // batch * batch
+    in_memory = ({k: tf.constant(features[k][:n])
+                  for k in fitted['memory'].input_names},
+                 tf.constant(labels[:n]))
+
+  rates = {v: [] for v in fitted}
+  timer = _step_timer()
+  prepared = time.monotonic()
+  for round_index in range(args.rounds):
+    order = list(fitted)
+    if round_index % 2:
+      order.reverse()  # ABBA: drift in machine load hits every variant alike
+    for variant in order:
+      model = fitted[variant]
+      if variant == 'memory':
+        model.fit(in_memory[0], in_memory[1], batch_size=batch, epochs=1,
+                  shuffle=True, callbacks=[timer], verbose=0)
+      else:
+        model.fit(datasets[variant], epochs=1, steps_per_epoch=steps,
+                  callbacks=[timer], verbose=0)
+      rates[variant].append(timer.rate(batch, warmup))
+      print(f'round {round_index} {variant}: {rates[variant][-1]:.0f} '
+            'examples/s', file=sys.stderr, flush=True)
+
+  input_rates = []
+  if 'input' in variants:
+    input_batches = args.input_batches or 4 * steps
+    iterator = iter(datasets['input'])
+    for _ in range(max(warmup, 1)):
+      next(iterator)
+    for _ in range(args.rounds):
+      begin = time.perf_counter()
+      for _ in range(input_batches):
+        next(iterator)
+      input_rates.append(input_batches * batch /
+                         max(time.perf_counter() - begin, 1e-9))
+  accelerator.apply_precision('float32')
+
+  result = {
+      'model': args.model,
+      'plan': plan.to_dict(),
+      'global_batch_size': batch,
+      'train_examples': train_examples,
+      'steps_per_fit': steps,
+      'warmup_steps': warmup,
+      'rounds': args.rounds,
+      'rates': rates,
+      'median': {v: common.median(r) for v, r in rates.items()},
+      'setup_seconds': prepared - started,
+      'measure_seconds': time.monotonic() - prepared,
+  }
+  if input_rates:
+    result['rates']['input'] = input_rates
+    result['median']['input'] = common.median(input_rates)
+  common.emit_result(result)
+  return 0
+
+
+if __name__ == '__main__':
+  sys.exit(main())
