@@ -327,6 +327,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         result = local_runner.run_pipeline(config, on_event=on_event)
       except Exception as error:  # pylint: disable=broad-except
         failure = error
+        # The whole traceback goes to the log; the terminal gets the cause.
+        import logging  # pylint: disable=g-import-not-at-top
+        logging.getLogger('autostrategy').exception('the pipeline failed')
         try:  # What MLMD recorded before the failure (still logged to file).
           partial = local_runner.read_result(config)
         except Exception:  # pylint: disable=broad-except

@@ -35,6 +35,7 @@ import pytest
 
 from conftest import run_cli
 
+from tfx_autostrategy import cli
 from tfx_autostrategy import sample_data
 from tfx_autostrategy.components import csv_check
 
@@ -164,6 +165,20 @@ def test_unwritable_output_directory_is_named(tmp_path):
     assert last_line(proc.stderr).startswith(
         f'error: {locked / "out"}: output directory is not writable '
         '(Permission denied')
+
+
+def test_error_text_shows_the_innermost_cause_first_and_last_lines():
+  detail = '\n'.join(f'line {i}' for i in range(2, 21))
+  try:
+    try:
+      raise ValueError('what failed\n' + detail)
+    except ValueError as inner:
+      raise RuntimeError('Beam wrapper: pipeline step failed') from inner
+  except RuntimeError as outer:
+    text = cli._error_text(outer)  # pylint: disable=protected-access
+  assert text.splitlines() == (
+      ['ValueError: what failed', '  ... (9 more lines in the log)'] +
+      [f'line {i}' for i in range(11, 21)])
 
 
 def write_rows(directory, rows, columns=None):

@@ -15,6 +15,9 @@ import textwrap
 import pytest
 
 from conftest import PIPELINE_RUN_ARGS
+from conftest import PIPELINE_RUN_AUC_THRESHOLD
+from conftest import PIPELINE_RUN_PER_REPLICA_BATCH
+from conftest import PIPELINE_RUN_REPLICAS
 from conftest import run_cli
 
 from tfx_autostrategy.components import csv_check
@@ -36,8 +39,10 @@ def config_for(data, output_dir, **overrides):
   """The PipelineConfig that the CLI builds for `PIPELINE_RUN_ARGS`."""
   return local_runner.build_config(
       data, output_dir, settings_lib.TextSettings(),
-      settings_lib.TrainerSettings(epochs=2, per_replica_batch_size=16),
-      csv_check.check_csv_dir(data), auc_threshold=0.5, **overrides)
+      settings_lib.TrainerSettings(
+          epochs=2, per_replica_batch_size=PIPELINE_RUN_PER_REPLICA_BATCH),
+      csv_check.check_csv_dir(data), auc_threshold=PIPELINE_RUN_AUC_THRESHOLD,
+      **overrides)
 
 
 def test_run_pushes_a_blessed_model_and_ends_with_json(pipeline_run):
@@ -45,7 +50,7 @@ def test_run_pushes_a_blessed_model_and_ends_with_json(pipeline_run):
   assert result['blessed'] is True
   assert result['pushed_model'].startswith(os.path.join(output, 'serving_model'))
   assert os.path.exists(os.path.join(result['pushed_model'], 'saved_model.pb'))
-  assert 0.5 <= result['metrics']['auc'] <= 1.0
+  assert PIPELINE_RUN_AUC_THRESHOLD <= result['metrics']['auc'] <= 1.0
   assert 0.0 <= result['metrics']['binary_accuracy'] <= 1.0
   assert result['metrics']['example_count'] > 50
   assert any(name.startswith('lang=') for name in result['slices'])
@@ -57,6 +62,44 @@ def test_run_pushes_a_blessed_model_and_ends_with_json(pipeline_run):
   log_path = os.path.join(output, 'logs', 'pipeline.log')
   assert 'Component Transform is running.' in open(log_path).read()
   assert 'Component Transform is running.' not in proc.stdout + proc.stderr
+
+
+def test_trainer_ran_under_four_replica_mirrored_strategy(pipeline_run):
+  _, _, output = pipeline_run
+  log = open(os.path.join(output, 'logs', 'pipeline.log')).read()
+  plans = [json.loads(line.split('autostrategy: ', 1)[1])
+           for line in log.splitlines()
+           if 'autostrategy: {' in line and 'global_batch_size' in line]
+  assert plans, 'the Trainer did not log its distribution plan'
+  plan = plans[-1]
+  assert plan['strategy'] == 'MirroredStrategy'
+  assert plan['num_replicas'] == PIPELINE_RUN_REPLICAS
+  assert plan['global_batch_size'] == (PIPELINE_RUN_REPLICAS *
+                                       PIPELINE_RUN_PER_REPLICA_BATCH)
+  assert len(plan['devices']) == PIPELINE_RUN_REPLICAS
+
+
+def test_detect_reports_the_plan_as_json():
+  proc = run_cli('detect', '--json', '--cpu-replicas', '2',
+                 '--per-replica-batch-size', '24', timeout=300)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  plan = json.loads(proc.stdout.strip().splitlines()[-1])
+  assert {'accelerator', 'strategy', 'num_replicas', 'per_replica_batch_size',
+          'global_batch_size', 'precision', 'steps_per_execution',
+          'is_chief'} <= set(plan)
+  assert plan['accelerator'] == 'cpu'
+  assert plan['strategy'] == 'MirroredStrategy'
+  assert plan['num_replicas'] == 2
+  assert plan['global_batch_size'] == 48
+  assert plan['precision'] == 'float32'
+  assert plan['steps_per_execution'] == 1
+  assert plan['is_chief'] is True
+  human = run_cli('detect', timeout=300)
+  assert human.returncode == 0
+  assert 'strategy' in human.stdout.lower()
+  missing = run_cli('detect', '--accelerator', 'tpu', timeout=300)
+  assert missing.returncode == 2
+  assert 'tpu' in missing.stderr.lower().splitlines()[-1]
 
 
 def test_mlmd_records_one_complete_execution_per_component(pipeline_run,

@@ -294,8 +294,9 @@ class Suite:
                  'linear fit of the Transform seconds above',
                  points=points[mode])
       rows = crossover(*fits['in_memory'], *fits['multi_processing'])
+      # -1: multi_processing never catches up (JSON has no infinity).
       self.add('transform', 'transform crossover (multi_processing faster '
-               'above)', rows if rows is not None else float('inf'), 'rows',
+               'above)', rows if rows is not None else -1.0, 'rows',
                'linear fits of the in_memory and multi_processing Transform '
                'seconds above', fits={m: list(f) for m, f in fits.items()},
                never=rows is None)
@@ -452,14 +453,18 @@ class Suite:
 
   # Running -----------------------------------------------------------------
 
-  def run(self) -> None:
+  def run(self, checkpoint=lambda: None) -> None:
+    """Runs the selected benchmarks; `checkpoint()` after each one."""
     only = self.options['only']
     if 'transform' in only:
       self.bench_transform()
+      checkpoint()
     if 'trainer' in only or 'input' in only:
       self.bench_trainer_and_input('trainer' in only, 'input' in only)
+      checkpoint()
     if 'replicas' in only:
       self.bench_replicas()
+      checkpoint()
     if 'e2e' in only:
       self.bench_e2e()
 
@@ -492,8 +497,8 @@ def _artifacts_under(pipeline_root: str) -> Dict[str, Any]:
 
 
 def _format_value(value: float, unit: str) -> str:
-  if math.isinf(value):
-    return 'never' if value > 0 else '-inf'
+  if unit == 'rows' and value < 0:
+    return 'never'
   if unit in ('ratio', 'log-log slope'):
     return f'{value:.2f}'
   if abs(value) >= 100:
@@ -571,8 +576,12 @@ def run(args: argparse.Namespace) -> int:
   suite.say(f'{machine["cores"]} cores, {machine["memory_gib"]} GiB, '
             f'TensorFlow {machine["tensorflow"]}; benchmarks: '
             f'{",".join(options["only"])}; worker logs: {suite.log_path}')
+  def checkpoint():
+    # A partial report survives an interrupted or failed later benchmark.
+    write_report(suite.report(machine, started), suite.output_dir)
+
   try:
-    suite.run()
+    suite.run(checkpoint)
   finally:
     report = suite.report(machine, started)
     json_path, md_path = write_report(report, suite.output_dir)

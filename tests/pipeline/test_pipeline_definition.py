@@ -1,0 +1,45 @@
+"""create_pipeline's pure parts: evaluation config and the component graph."""
+
+from tfx_autostrategy.pipeline import config as config_lib
+from tfx_autostrategy.pipeline import pipeline as pipeline_lib
+
+
+def _config(**overrides):
+  return config_lib.PipelineConfig(
+      pipeline_name='unit-test', pipeline_root='/tmp/root',
+      data_root='/tmp/data', serving_model_dir='/tmp/serving',
+      schema_path='/tmp/schema.pbtxt', **overrides)
+
+
+def test_auc_threshold_gates_the_overall_slice_only():
+  eval_config = pipeline_lib.eval_config(_config(auc_threshold=0.75))
+  slices = [list(s.feature_keys) for s in eval_config.slicing_specs]
+  assert slices == [[], ['lang']]
+  metrics = {m.class_name: m for m in eval_config.metrics_specs[0].metrics}
+  auc = metrics['AUC']
+  assert not auc.HasField('threshold')
+  [per_slice] = auc.per_slice_thresholds
+  assert [list(s.feature_keys) for s in per_slice.slicing_specs] == [[]]
+  assert per_slice.threshold.value_threshold.lower_bound.value == 0.75
+  assert eval_config.model_specs[0].label_key == 'toxic'
+  assert eval_config.model_specs[0].prediction_key == 'probabilities'
+
+
+def test_no_language_slice_without_a_slice_column():
+  eval_config = pipeline_lib.eval_config(_config(slice_by_lang=False))
+  assert [list(s.feature_keys) for s in eval_config.slicing_specs] == [[]]
+
+
+def test_components_run_in_dependency_order_with_the_gate_before_transform():
+  components = pipeline_lib.create_components(_config())
+  ids = [c.id for c in components]
+  assert sorted(ids) == sorted(pipeline_lib.COMPONENT_IDS)
+  # Every component comes after everything it depends on.
+  for position, component in enumerate(components):
+    assert {n.id for n in component.upstream_nodes} <= set(ids[:position])
+  by_id = {c.id: c for c in components}
+  transform = by_id[pipeline_lib.TRANSFORM]
+  assert pipeline_lib.ANOMALIES_GATE in {n.id for n in transform.upstream_nodes}
+  trainer = by_id[pipeline_lib.TRAINER]
+  assert {pipeline_lib.TRANSFORM, pipeline_lib.STATISTICS_GEN} <= {
+      n.id for n in trainer.upstream_nodes}
