@@ -31,7 +31,7 @@ def test_no_language_slice_without_a_slice_column():
 
 
 def test_components_run_in_dependency_order_with_the_gate_before_transform():
-  components = pipeline_lib.create_components(_config())
+  components = pipeline_lib.create_pipeline(_config()).components
   ids = [c.id for c in components]
   assert sorted(ids) == sorted(pipeline_lib.COMPONENT_IDS)
   # Every component comes after everything it depends on.
