@@ -8,6 +8,7 @@ back from MLMD.
 import dataclasses
 import json
 import logging
+import math
 import os
 import tempfile
 import time
@@ -167,8 +168,8 @@ class RunResult:
   """What a run produced."""
   pushed_model: Optional[str]
   blessed: bool
-  metrics: Dict[str, float]
-  slices: Dict[str, Dict[str, float]]
+  metrics: Dict[str, Optional[float]]
+  slices: Dict[str, Dict[str, Optional[float]]]
   components: List[ComponentRun]
   model_dir: Optional[str]
   output_dir: str
@@ -224,7 +225,10 @@ def _metrics_from(evaluation_uri: str):
     values = {}
     for name, value in metrics.get('', {}).get('', {}).items():
       if 'doubleValue' in value:
-        values[name] = float(value['doubleValue'])
+        number = float(value['doubleValue'])
+        # Undefined metrics (precision with no positive prediction) are NaN,
+        # which is not JSON: report them as null.
+        values[name] = number if math.isfinite(number) else None
     if not slice_key:
       overall = values
     else:
@@ -302,4 +306,4 @@ def write_summary(result: Optional[RunResult], path: str,
                                               'blessed': False}
   summary.update(extra)
   with open(path, 'w') as f:
-    json.dump(summary, f, indent=2, sort_keys=True)
+    json.dump(summary, f, indent=2, sort_keys=True, allow_nan=False)

@@ -225,6 +225,10 @@ def _error_text(error: BaseException) -> str:
   return f'{type(error).__name__}: ' + '\n'.join(lines)
 
 
+def _number(value) -> str:
+  return 'n/a' if value is None else f'{value:.4f}'
+
+
 def _print_summary(result, out) -> None:
   print('', file=out)
   print('components:', file=out)
@@ -233,10 +237,11 @@ def _print_summary(result, out) -> None:
     print(f'  {component.component:<20} {component.state.lower():<9} {seconds}',
           file=out)
   if result.metrics:
-    shown = ', '.join(f'{k}={v:.4f}' for k, v in sorted(result.metrics.items()))
+    shown = ', '.join(f'{k}={_number(v)}'
+                      for k, v in sorted(result.metrics.items()))
     print(f'metrics (eval split): {shown}', file=out)
   for name, values in sorted(result.slices.items()):
-    shown = ', '.join(f'{k}={v:.4f}' for k, v in sorted(values.items())
+    shown = ', '.join(f'{k}={_number(v)}' for k, v in sorted(values.items())
                       if k in ('auc', 'binary_accuracy', 'example_count'))
     print(f'  {name}: {shown}', file=out)
   print(f'blessed: {result.blessed}', file=out)
@@ -366,7 +371,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         'slices': result.slices,
         'model_dir': result.model_dir,
         'output_dir': result.output_dir,
-    }, sort_keys=True), file=out)
+    }, sort_keys=True, allow_nan=False), file=out)
   if not result.pushed_model:
     auc = result.metrics.get('auc')
     measured = f'auc {auc:.4f} is' if auc is not None else 'auc'

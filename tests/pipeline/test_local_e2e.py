@@ -47,6 +47,12 @@ def config_for(data, output_dir, **overrides):
 
 def test_run_pushes_a_blessed_model_and_ends_with_json(pipeline_run):
   proc, result, output = pipeline_run
+
+  def reject(constant):
+    raise AssertionError(f'{constant} is not JSON')
+  # Strict JSON: undefined metrics are null, never NaN.
+  json.loads(proc.stdout.strip().splitlines()[-1], parse_constant=reject)
+  json.load(open(os.path.join(output, 'summary.json')), parse_constant=reject)
   assert result['blessed'] is True
   assert result['pushed_model'].startswith(os.path.join(output, 'serving_model'))
   assert os.path.exists(os.path.join(result['pushed_model'], 'saved_model.pb'))
