@@ -6,6 +6,7 @@ The same `run_fn` also works with the stock TFX Trainer when `custom_config`
 carries the settings and `train_args`/`eval_args` carry the step counts.
 """
 
+import dataclasses
 import json
 import logging
 import math
@@ -224,14 +225,61 @@ def _check_keras_flavour() -> None:
         'imported (the autostrategy CLI and container image do this)')
 
 
+# TrainerSettings fields a Tuner's best hyperparameters may set.
+TUNABLE_FIELDS = ('learning_rate', 'epochs', 'per_replica_batch_size', 'model')
+
+
+def apply_hyperparameters(trainer_settings: settings_lib.TrainerSettings,
+                          hyperparameters: Optional[Dict[str, Any]]
+                         ) -> settings_lib.TrainerSettings:
+  """Overrides settings with a Tuner's best hyperparameters.
+
+  Accepts the `keras_tuner.HyperParameters.get_config()` dict that TFX's
+  Tuner writes (values under `values`) or a plain name → value dict. Only
+  `TUNABLE_FIELDS` are taken; any other name is logged and ignored.
+  """
+  if not hyperparameters:
+    return trainer_settings
+  values = hyperparameters.get('values', hyperparameters)
+  updates = {k: v for k, v in values.items() if k in TUNABLE_FIELDS}
+  ignored = sorted(set(values) - set(updates) - {'space'})
+  if ignored:
+    logging.warning('autostrategy: ignoring hyperparameters %s (tunable: %s)',
+                    ignored, TUNABLE_FIELDS)
+  if updates:
+    logging.info('autostrategy: hyperparameters override %s', updates)
+  return dataclasses.replace(trainer_settings, **updates)
+
+
+def warm_start(model: tf.keras.Model, base_model_dir: str) -> None:
+  """Loads the weights of an earlier exported model of the same shape.
+
+  Raises:
+    ValueError: the base model's variables do not fit this model (another
+      architecture or other text settings).
+  """
+  checkpoint = os.path.join(base_model_dir, 'variables', 'variables')
+  if not tf.io.gfile.exists(checkpoint + '.index'):
+    raise ValueError(f'base model {base_model_dir!r} has no SavedModel '
+                     'variables to warm-start from')
+  try:
+    model.load_weights(checkpoint).assert_existing_objects_matched()
+  except (AssertionError, ValueError, tf.errors.OpError) as error:
+    raise ValueError(
+        f'base model {base_model_dir!r} does not fit model '
+        f'{model.name!r} built with the current settings: '
+        f'{str(error).splitlines()[0]}') from error
+  logging.info('autostrategy: warm-started from %s', base_model_dir)
+
+
 # TFX Trainer will call this function.
 def run_fn(fn_args) -> None:
   """Trains with the strategy that fits this machine and exports for serving.
 
   Reads `fn_args`: `train_files`, `eval_files`, `transform_output`,
   `data_accessor`, `train_steps`, `eval_steps`, `serving_model_dir`,
-  `model_run_dir`, `base_model` and `custom_config` (keys `trainer`, `text`,
-  `example_counts`, `backup_dir`).
+  `model_run_dir`, `base_model`, `hyperparameters` and `custom_config` (keys
+  `trainer`, `text`, `example_counts`, `backup_dir`).
 
   Raises:
     TrainingDataError: a split is smaller than one global batch, or a feature
@@ -239,6 +287,8 @@ def run_fn(fn_args) -> None:
   """
   _check_keras_flavour()
   trainer_settings, text_settings = settings_from_config(fn_args.custom_config)
+  trainer_settings = apply_hyperparameters(
+      trainer_settings, getattr(fn_args, 'hyperparameters', None))
   custom_config = fn_args.custom_config or {}
   strategy, plan, info = accelerator.resolve(
       trainer_settings.accelerator,
@@ -272,7 +322,7 @@ def run_fn(fn_args) -> None:
     with strategy.scope():
       model = models.build(text_settings, trainer_settings)
       if fn_args.base_model:
-        model.load_weights(fn_args.base_model)
+        warm_start(model, fn_args.base_model)
       models.compile_model(model, trainer_settings, plan.steps_per_execution,
                            decay_steps=steps_per_epoch * epochs)
 

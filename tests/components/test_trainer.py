@@ -60,9 +60,10 @@ def exec_properties(**trainer_overrides):
 
 
 def run_executor(upstream, tmp_path, properties, pause_after_epoch=0,
-                 statistics=True, wait=True):
+                 statistics=True, wait=True, base_model=''):
   spec = {
       **upstream,
+      'base_model': base_model,
       'statistics': upstream['statistics'] if statistics else '',
       'model': str(tmp_path / 'AutoStrategyTrainer' / 'model' / '7'),
       'model_run': str(tmp_path / 'AutoStrategyTrainer' / 'model_run' / '7'),
@@ -104,8 +105,15 @@ def serve(model_dir):
   return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def test_executor_trains_from_statistics_and_exports(upstream, tmp_path):
-  proc, spec = run_executor(upstream, tmp_path, exec_properties())
+@pytest.fixture(scope='module')
+def trained(upstream, tmp_path_factory):
+  """One executor run: (process, spec)."""
+  return run_executor(upstream, tmp_path_factory.mktemp('trained'),
+                      exec_properties())
+
+
+def test_executor_trains_from_statistics_and_exports(upstream, trained):
+  proc, spec = trained
   assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
   log = proc.stdout + proc.stderr
   plan = json.loads(re.search(r'autostrategy: (\{.*"global_batch_size".*\})',
@@ -121,6 +129,43 @@ def test_executor_trains_from_statistics_and_exports(upstream, tmp_path):
   counts = executor_lib.example_counts(_stats_artifact(upstream['statistics']))
   steps = counts['train'] // plan['global_batch_size']
   assert f'{steps}/{steps}' in log
+
+
+def test_warm_start_from_a_base_model(upstream, trained, tmp_path):
+  _, cold_spec = trained
+  proc, spec = run_executor(upstream, tmp_path, exec_properties(epochs=1),
+                            base_model=cold_spec['model'])
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  base = os.path.join(cold_spec['model'], 'Format-Serving')
+  assert f'autostrategy: warm-started from {base}' in proc.stdout + proc.stderr
+
+  def first_epoch_loss(model_run):
+    with open(os.path.join(model_run, trainer_module.HISTORY_FILE)) as f:
+      return json.load(f)[0]['loss']
+  # Starting from trained weights, the first epoch's loss is already lower.
+  assert (first_epoch_loss(spec['model_run']) <
+          first_epoch_loss(cold_spec['model_run']))
+
+  from tfx_autostrategy.components import models  # pylint: disable=g-import-not-at-top
+  other = models.build(settings_lib.TextSettings(),
+                       settings_lib.TrainerSettings(model='transformer'))
+  with pytest.raises(ValueError, match="does not fit model 'transformer'"):
+    trainer_module.warm_start(other, base)
+  with pytest.raises(ValueError, match='no SavedModel variables'):
+    trainer_module.warm_start(other, str(tmp_path))
+
+
+def test_tuner_hyperparameters_override_tunable_settings(caplog):
+  base = settings_lib.TrainerSettings(learning_rate=1e-3, epochs=3)
+  assert trainer_module.apply_hyperparameters(base, None) == base
+  tuned = trainer_module.apply_hyperparameters(
+      base, {'space': [], 'values': {'learning_rate': 0.01, 'epochs': 5,
+                                     'units': 32}})
+  assert tuned.learning_rate == 0.01 and tuned.epochs == 5
+  assert tuned.per_replica_batch_size == base.per_replica_batch_size
+  assert "ignoring hyperparameters ['units']" in caplog.text
+  with pytest.raises(ValueError, match="model must be one of"):
+    trainer_module.apply_hyperparameters(base, {'model': 'xgboost'})
 
 
 def _stats_artifact(uri):

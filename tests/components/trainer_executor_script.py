@@ -64,6 +64,9 @@ def main():
   if spec.get('statistics'):
     input_dict['statistics'] = [artifact(standard_artifacts.ExampleStatistics,
                                          spec['statistics'], splits)]
+  if spec.get('base_model'):
+    input_dict['base_model'] = [artifact(standard_artifacts.Model,
+                                         spec['base_model'])]
   output_dict = {
       'model': [artifact(standard_artifacts.Model, spec['model'])],
       'model_run': [artifact(standard_artifacts.ModelRun, spec['model_run'])],

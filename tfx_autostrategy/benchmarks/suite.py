@@ -181,6 +181,7 @@ class Suite:
     self.suite_command = suite_command
     self.figures: List[common.Figure] = []
     self.errors: List[Dict[str, str]] = []
+    self.notes: List[str] = []
     self.log_path = os.path.join(self.output_dir, 'logs', 'workers.log')
     self.work_dir = os.path.join(self.output_dir, 'work')
     self._fixture: Optional[Dict[str, Any]] = None
@@ -293,6 +294,14 @@ class Suite:
                  1.0 / per_row if per_row > 0 else float('inf'), 'rows/s',
                  'linear fit of the Transform seconds above',
                  points=points[mode])
+      if any(per_row <= 0 for _, per_row in fits.values()):
+        self.notes.append(
+            'transform: a mode got faster with more rows '
+            f'({ {m: points[m] for m in modes} }); the machine load changed '
+            'between runs, so no crossover is fitted. Rerun with more sizes '
+            '(--transform-sizes) on a quieter machine.')
+        self.say(self.notes[-1])
+        return
       rows = crossover(*fits['in_memory'], *fits['multi_processing'])
       # -1: multi_processing never catches up (JSON has no infinity).
       self.add('transform', 'transform crossover (multi_processing faster '
@@ -479,6 +488,7 @@ class Suite:
                              'rows')},
         'figures': [f.to_dict() for f in self.figures],
         'errors': self.errors,
+        'notes': self.notes,
     }
 
 
@@ -542,6 +552,9 @@ def render_markdown(report: Dict[str, Any]) -> str:
       if command not in commands:
         commands.append(command)
   lines += [f'{i + 1}. `{c}`' for i, c in enumerate(commands)]
+  if report.get('notes'):
+    lines += ['', '## Notes', '']
+    lines += [f'- {n}' for n in report['notes']]
   if report['errors']:
     lines += ['', '## Errors', '']
     lines += [f'- {e["what"]}: exit {e["returncode"]} (`{e["command"]}`), '

@@ -32,6 +32,7 @@ are not part of these figures (see BENCHMARKS.md).
 """
 
 import argparse
+import inspect
 import os
 import sys
 import time
@@ -203,13 +204,23 @@ def main(argv=None) -> int:
                      f'one global batch of {batch}')
   warmup = min(args.warmup, max(steps - 2, 0))
 
+  # As run_fn: the learning-rate schedule spans the training steps.
+  compile_kwargs = {}
+  if 'decay_steps' in inspect.signature(models.compile_model).parameters:
+    compile_kwargs['decay_steps'] = steps * args.rounds
+
   accelerator.apply_precision(plan.precision)
   datasets, fitted = {}, {}
+  # As run_fn: a shuffle buffer sized from the split, when the module has it.
+  buffer_kwargs = {}
+  if hasattr(trainer_module, 'shuffle_buffer_for'):
+    buffer_kwargs['shuffle_buffer_size'] = trainer_module.shuffle_buffer_for(
+        train_examples)
   for variant in variants:
     if variant in ('trainer', 'input'):
       datasets[variant] = trainer_module.input_dataset(
           fn_args.train_files, fn_args.data_accessor, tf_transform_output,
-          batch, shuffle=True)
+          batch, shuffle=True, **buffer_kwargs)
       trainer_module.check_static_shapes(datasets[variant])
     elif variant == 'cached':
       datasets[variant] = candidate_input_dataset(
@@ -219,7 +230,8 @@ def main(argv=None) -> int:
       continue
     with strategy.scope():
       model = models.build(text_settings, trainer_settings)
-      models.compile_model(model, trainer_settings, plan.steps_per_execution)
+      models.compile_model(model, trainer_settings, plan.steps_per_execution,
+                           **compile_kwargs)
     fitted[variant] = model
 
   # In-memory tensors: the model's inputs only, whole batches only.
