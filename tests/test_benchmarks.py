@@ -44,6 +44,7 @@ def test_unknown_benchmark_is_a_usage_error(tmp_path):
 
 
 @pytest.mark.bench
+@pytest.mark.slow
 def test_smallest_suite_writes_a_report(pipeline_run, tmp_path):
   """Trainer, input and replica benchmarks on the shared 800-row run.
 

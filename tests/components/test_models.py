@@ -18,7 +18,7 @@ SCRIPT = textwrap.dedent("""
     from tfx_autostrategy.components import models
     from tfx_autostrategy.components import settings
 
-    name, hub_path, precision = sys.argv[1], sys.argv[2], sys.argv[3]
+    name, hub_path, precision, export_dir = sys.argv[1:5]
     text = settings.TextSettings(sequence_length=16, vocab_size=50,
                                  num_oov_buckets=2, char_ngram_buckets=97,
                                  char_ngram_length=24)
@@ -32,7 +32,9 @@ SCRIPT = textwrap.dedent("""
     ids = rng.integers(1, text.word_vocab_size, size=(n, text.sequence_length))
     ids[:, 10:] = 0  # padding
     ids[::7] = 0  # empty comments: all padding
-    label = (ids[:, 0] % 2).astype('int64')  # learnable from the first token
+    # Learnable by mean pooling: do most of the tokens have a low id?
+    low = ((ids > 0) & (ids < text.word_vocab_size // 2)).sum(axis=1)
+    label = (low * 2 > (ids > 0).sum(axis=1)).astype('int64')
     features = {settings.TEXT_IDS: ids}
     if name != 'hub':
       grams = rng.integers(0, text.char_vocab_size,
@@ -46,8 +48,14 @@ SCRIPT = textwrap.dedent("""
       model = models.build(text, trainer)
       models.compile_model(model, trainer, plan.steps_per_execution)
     history = model.fit(dataset, steps_per_epoch=6, epochs=3, verbose=0)
-    out = model.predict({k: v[:5] for k, v in features.items()}, verbose=0)
+    sample = {k: v[:5] for k, v in features.items()}
+    out = model.predict(sample, verbose=0)
     assert np.isfinite(out).all(), out
+    # Export as the Trainer does and serve the SavedModel without Keras code.
+    model.save(export_dir, save_format='tf')
+    served = tf.saved_model.load(export_dir).signatures['serving_default'](
+        **{k: tf.constant(v) for k, v in sample.items()})
+    served = next(iter(served.values())).numpy()
     print(json.dumps({
         'replicas': strategy.num_replicas_in_sync,
         'strategy': type(strategy).__name__,
@@ -57,6 +65,8 @@ SCRIPT = textwrap.dedent("""
         'variables_on_replicas': len(model.trainable_variables[0].values)
             if hasattr(model.trainable_variables[0], 'values') else 1,
         'compute_dtype': model.layers[-2].compute_dtype,
+        'trainable_variables': len(model.trainable_variables),
+        'served_max_difference': float(np.abs(served - out).max()),
     }))
 """)
 
@@ -84,9 +94,10 @@ TINY_ENCODER = textwrap.dedent("""
 """)
 
 
-def _train(name, hub_path='', precision=''):
+def _train(tmp_path, name, hub_path='', precision=''):
   proc = subprocess.run([sys.executable, '-c', SCRIPT, name, hub_path,
-                         precision], capture_output=True, text=True,
+                         precision, str(tmp_path / 'export')],
+                        capture_output=True, text=True,
                         timeout=600, check=False)
   assert proc.returncode == 0, proc.stderr[-4000:]
   return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -94,8 +105,8 @@ def _train(name, hub_path='', precision=''):
 
 @pytest.mark.slow
 @pytest.mark.parametrize('name', ['bow', 'transformer'])
-def test_model_trains_under_four_replica_mirrored_strategy(name):
-  result = _train(name)
+def test_model_trains_under_four_replica_mirrored_strategy(name, tmp_path):
+  result = _train(tmp_path, name)
   assert result['strategy'] == 'MirroredStrategy'
   assert result['replicas'] == 4
   assert result['global_batch'] == 32
@@ -103,6 +114,7 @@ def test_model_trains_under_four_replica_mirrored_strategy(name):
   assert result['loss'][-1] < result['loss'][0]
   assert result['out_shape'] == [5, 1]
   assert result['out_dtype'] == 'float32'
+  assert result['served_max_difference'] < 1e-5
 
 
 @pytest.mark.slow
@@ -110,15 +122,18 @@ def test_hub_encoder_from_a_local_saved_model(tmp_path):
   encoder_dir = str(tmp_path / 'encoder')
   subprocess.run([sys.executable, '-c', TINY_ENCODER, encoder_dir], check=True,
                  timeout=300)
-  result = _train('hub', encoder_dir)
+  result = _train(tmp_path, 'hub', encoder_dir)
   assert result['replicas'] == 4
+  # The encoder's embedding is fine-tuned with the output layer (kernel, bias).
+  assert result['trainable_variables'] == 3
+  assert result['served_max_difference'] < 1e-5
   assert result['loss'][-1] < result['loss'][0]
   assert result['out_dtype'] == 'float32'
 
 
 @pytest.mark.slow
-def test_mixed_precision_keeps_the_output_float32():
-  result = _train('bow', precision='mixed_bfloat16')
+def test_mixed_precision_keeps_the_output_float32(tmp_path):
+  result = _train(tmp_path, 'bow', precision='mixed_bfloat16')
   assert result['compute_dtype'] == 'bfloat16'
   assert result['out_dtype'] == 'float32'
 

@@ -23,9 +23,9 @@ Benchmarks (`--only` takes a comma-separated subset):
 Each benchmark runs in fresh worker processes; every figure in the JSON
 report names the command that produced it. The data is synthetic
 (`tfx_autostrategy.sample_data`, seeded), generated once per size under
-`OUTPUT/data`. Default sizes finish in about 25-35 minutes on 2 cores;
-`--quick` runs smaller sizes in about 10; `--transform-sizes
-10000,100000,500000` adds the large point.
+`OUTPUT/data`. Default sizes finish in about 30 minutes on 2 cores;
+`--quick` runs smaller sizes (not timed yet; estimated 15-20 minutes);
+`--transform-sizes 10000,100000,500000` adds the large point.
 """
 
 import argparse
@@ -68,8 +68,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
   parser.add_argument('--only', default=','.join(BENCHMARKS),
                       help=f'comma-separated subset of {",".join(BENCHMARKS)}')
   parser.add_argument('--quick', action='store_true',
-                      help='smaller sizes and fewer steps (about 10 minutes): '
-                      + ', '.join(f'{k}={v}' for k, v in QUICK.items()))
+                      help='smaller sizes and fewer steps (estimated 15-20 '
+                      'minutes): ' + ', '.join(f'{k}={v}'
+                                               for k, v in QUICK.items()))
   parser.add_argument('--fixture-rows', type=int, default=None,
                       help='rows of the data whose Transform output the '
                       f'trainer/input/replicas benchmarks read (default '
