@@ -232,7 +232,10 @@ def _number(value) -> str:
 def _print_summary(result, out) -> None:
   print('', file=out)
   print('components:', file=out)
-  for component in result.components:
+  from tfx_autostrategy.pipeline import pipeline as pipeline_lib  # pylint: disable=g-import-not-at-top
+  order = {name: i for i, name in enumerate(pipeline_lib.COMPONENT_IDS)}
+  for component in sorted(result.components,
+                          key=lambda c: order.get(c.component, len(order))):
     seconds = f'{component.seconds:.1f} s' if component.seconds else ''
     print(f'  {component.component:<20} {component.state.lower():<9} {seconds}',
           file=out)
