@@ -20,6 +20,8 @@ from tfx_autostrategy.components import accelerator
 PER_REPLICA_BATCH_SIZE = 4
 STEPS_PER_EPOCH = 5
 EPOCHS = 3
+# Test hook: this worker exits abruptly after that epoch.
+DIE_AFTER_EPOCH_ENV = 'MULTIWORKER_TEST_DIE_AFTER_EPOCH'
 
 
 def main(argv):
@@ -53,8 +55,15 @@ def main(argv):
                               kernel_initializer='zeros')])
     model.compile(optimizer=tf.keras.optimizers.SGD(0.05), loss='mse',
                   steps_per_execution=plan.steps_per_execution)
+  callbacks = []
+  die_after = int(os.environ.get(DIE_AFTER_EPOCH_ENV, '0'))
+  if die_after:
+    # Simulates a machine lost mid-training: no clean-up, no goodbye.
+    callbacks.append(tf.keras.callbacks.LambdaCallback(
+        on_epoch_end=lambda epoch, logs: (
+            os._exit(3) if epoch + 1 == die_after else None)))  # pylint: disable=protected-access
   history = model.fit(dataset, epochs=EPOCHS, steps_per_epoch=STEPS_PER_EPOCH,
-                      verbose=0)
+                      verbose=0, callbacks=callbacks)
   kernel = model.layers[0].kernel.numpy().ravel().tolist()
 
   export_dir = accelerator.export_dir_for(info, serving_dir)

@@ -127,3 +127,29 @@ def test_chief_exits_within_bound_when_a_worker_never_starts(tmp_path):
   assert cluster['worker'][1] in err  # the log names the cluster
   assert not out.strip()  # it never got to train
   assert elapsed < JOIN_TIMEOUT_SECONDS + 90
+
+
+@pytest.mark.slow
+def test_chief_fails_within_bound_when_a_worker_dies_mid_training(tmp_path):
+  cluster = {'worker': [f'127.0.0.1:{p}' for p in free_ports(2)]}
+  serving_dir = str(tmp_path / 'serving')
+  dying = worker_env(cluster, 1)
+  dying['MULTIWORKER_TEST_DIE_AFTER_EPOCH'] = '1'
+  started = time.monotonic()
+  (chief_code, chief_out, chief_err), (worker_code, _, _) = run_bounded(
+      [([sys.executable, WORKER_SCRIPT, serving_dir, str(JOIN_TIMEOUT_SECONDS)],
+        worker_env(cluster, 0)),
+       ([sys.executable, WORKER_SCRIPT, serving_dir, str(JOIN_TIMEOUT_SECONDS)],
+        dying)],
+      RUN_TIMEOUT_SECONDS)
+  assert worker_code == 3
+  # The chief does not hang on the lost peer: it fails, saying why, and
+  # exports nothing.
+  assert chief_code != 0, chief_out
+  assert not chief_out.strip()
+  assert not os.path.exists(serving_dir)
+  # TF's coordination service notices the missing heartbeat and aborts the
+  # collective, naming the lost task.
+  assert 'Collective ops is aborted' in chief_err, chief_err[-3000:]
+  assert '/job:worker/replica:0/task:1' in chief_err
+  assert time.monotonic() - started < RUN_TIMEOUT_SECONDS
