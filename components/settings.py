@@ -96,6 +96,9 @@ class TrainerSettings:
     steps_per_execution: Keras steps per tf.function call (0 = device default).
     precision: mixed precision policy ('' = device default).
     hub_model_path: SavedModel directory of a pretrained encoder (model=hub).
+    input_cache_mb: memory for keeping decoded examples after the first epoch
+      (train first, then eval); a split that does not fit is streamed from
+      the TFRecords every epoch. 0 = always stream.
   """
   model: str = 'bow'
   epochs: int = 3
@@ -105,6 +108,7 @@ class TrainerSettings:
   steps_per_execution: int = 0
   precision: str = ''
   hub_model_path: str = ''
+  input_cache_mb: int = 1024
 
   def __post_init__(self):
     if self.model not in MODELS:
@@ -117,6 +121,9 @@ class TrainerSettings:
     if self.per_replica_batch_size < 1:
       raise ValueError(
           f'per_replica_batch_size must be >= 1, got {self.per_replica_batch_size}')
+    if self.input_cache_mb < 0:
+      raise ValueError(
+          f'input_cache_mb must be >= 0, got {self.input_cache_mb}')
     if self.model == 'hub' and not self.hub_model_path:
       raise ValueError('model=hub needs hub_model_path')
 

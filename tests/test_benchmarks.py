@@ -65,9 +65,15 @@ def test_smallest_suite_writes_a_report(pipeline_run, tmp_path):
     assert report['machine'][key]
   names = {f['name'] for f in report['figures']}
   for name in ('trainer / in-memory fit [bow]',
+               'streamed input (cache off) / in-memory fit [bow]',
                'input pipeline / model consumption [bow]',
                'speed-up 2 vs 1 CPU replicas'):
     assert name in names
+  trainer = next(f for f in report['figures']
+                 if f['name'] == 'trainer / in-memory fit [bow]')
+  # The sample's train split fits the default cache budget: the Trainer
+  # path measured is the cached one run_fn takes.
+  assert trainer['details']['train_cached'] is True
   for figure in report['figures']:
     assert set(figure) >= {'benchmark', 'name', 'value', 'unit', 'command'}
     assert 'python -m tfx_autostrategy.benchmarks.' in figure['command']

@@ -87,6 +87,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help='local SavedModel/TF Hub encoder for --model hub')
   run.add_argument('--learning-rate', type=float,
                    default=trainer_defaults.learning_rate)
+  run.add_argument('--input-cache-mb', type=int,
+                   default=trainer_defaults.input_cache_mb,
+                   help='memory for keeping decoded training/eval examples '
+                   'after the first epoch; 0 = read the TFRecords every epoch')
   run.add_argument('--auc-threshold', type=float, default=0.6,
                    help='Evaluator blesses (and Pusher pushes) at or above')
   run.add_argument('--allow-anomalies', action='store_true',
@@ -280,6 +284,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         learning_rate=args.learning_rate, accelerator=args.accelerator,
         steps_per_execution=args.steps_per_execution,
         precision=args.precision,
+        input_cache_mb=args.input_cache_mb,
         hub_model_path=os.path.abspath(args.hub_model_path)
         if args.hub_model_path else '')
     report = csv_check.check_csv_dir(

@@ -14,6 +14,7 @@ LEARNING_RATE_KEY = 'learning_rate'
 STEPS_PER_EXECUTION_KEY = 'steps_per_execution'
 PRECISION_KEY = 'precision'
 HUB_MODEL_PATH_KEY = 'hub_model_path'
+INPUT_CACHE_MB_KEY = 'input_cache_mb'
 TEXT_SETTINGS_KEY = 'text_settings'
 
 # Execution parameter name -> TrainerSettings field.
@@ -26,6 +27,7 @@ TRAINER_SETTING_KEYS = {
     STEPS_PER_EXECUTION_KEY: 'steps_per_execution',
     PRECISION_KEY: 'precision',
     HUB_MODEL_PATH_KEY: 'hub_model_path',
+    INPUT_CACHE_MB_KEY: 'input_cache_mb',
 }
 
 
@@ -58,6 +60,8 @@ class AutoStrategyTrainerSpec(component_spec.ComponentSpec):
       STEPS_PER_EXECUTION_KEY: component_spec.ExecutionParameter(type=int),
       PRECISION_KEY: component_spec.ExecutionParameter(type=str),
       HUB_MODEL_PATH_KEY: component_spec.ExecutionParameter(type=str),
+      INPUT_CACHE_MB_KEY: component_spec.ExecutionParameter(
+          type=int, optional=True),
       # TextSettings JSON (settings.to_json): the model's input sizes.
       TEXT_SETTINGS_KEY: component_spec.ExecutionParameter(type=str),
   }

@@ -129,6 +129,9 @@ def test_executor_trains_from_statistics_and_exports(upstream, trained):
   counts = executor_lib.example_counts(_stats_artifact(upstream['statistics']))
   steps = counts['train'] // plan['global_batch_size']
   assert f'{steps}/{steps}' in log
+  # Both splits of the sample fit the default budget: decoded once, cached.
+  assert re.search(r'autostrategy: input: \d+ bytes per decoded example; '
+                   r'cached in memory: train, eval \(budget 1024 MiB\)', log)
 
 
 def test_warm_start_from_a_base_model(upstream, trained, tmp_path):
@@ -237,6 +240,86 @@ def test_check_static_shapes_names_the_dynamic_feature():
   with pytest.raises(trainer_module.TrainingDataError,
                      match="feature 'text_ids' has no static shape"):
     trainer_module.check_static_shapes(ragged)
+
+
+def test_cache_plan_fills_train_first_then_eval():
+  mib = 1 << 20
+  # 10,000 bytes per example, 1 MiB: 100 train examples fit, 50 eval do not.
+  assert trainer_module.cache_plan({'train': 100, 'eval': 50}, 10_000,
+                                   1) == {'train': True, 'eval': False}
+  assert trainer_module.cache_plan({'train': 200, 'eval': 50}, 10_000,
+                                   1) == {'train': False, 'eval': True}
+  assert trainer_module.cache_plan({'train': 100, 'eval': 4}, 10_000,
+                                   1) == {'train': True, 'eval': True}
+  assert trainer_module.cache_plan({'train': 1, 'eval': 1}, mib,
+                                   0) == {'train': False, 'eval': False}
+  # Unknown counts (explicit steps, no statistics): stream.
+  assert trainer_module.cache_plan({}, 10, 1024) == {'train': False,
+                                                     'eval': False}
+
+
+def _transformed(upstream):
+  import tensorflow_transform as tft  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.benchmarks import training_worker  # pylint: disable=g-import-not-at-top
+  fn_args = training_worker.fn_args_for(upstream['examples'],
+                                        upstream['transform_graph'])
+  return fn_args, tft.TFTransformOutput(fn_args.transform_output)
+
+
+def _rows(batches):
+  """Each example of the batches as one hashable row (label last)."""
+  rows = []
+  for features, labels in batches:
+    columns = [features[k].numpy() for k in sorted(features)]
+    for i, label in enumerate(labels.numpy()):
+      rows.append(tuple(v for c in columns for v in c[i]) + (int(label),))
+  return rows
+
+
+def test_decoded_example_bytes_counts_every_transformed_feature(upstream):
+  _, tf_transform_output = _transformed(upstream)
+  text = settings_lib.TextSettings()
+  # text_ids + char_ngrams + the label, int64 each.
+  assert trainer_module.decoded_example_bytes(tf_transform_output) == (
+      (text.sequence_length + text.char_ngram_length + 1) * 8)
+
+
+def test_cached_input_yields_the_streamed_examples(upstream):
+  import collections  # pylint: disable=g-import-not-at-top
+  fn_args, tf_transform_output = _transformed(upstream)
+  counts = executor_lib.example_counts(_stats_artifact(upstream['statistics']))
+  batch = 32
+  steps = counts['train'] // batch
+
+  def dataset(shuffle, cache):
+    return trainer_module.input_dataset(
+        fn_args.train_files, fn_args.data_accessor, tf_transform_output,
+        batch, shuffle=shuffle, cache=cache,
+        shuffle_buffer_size=trainer_module.shuffle_buffer_for(
+            counts['train']))
+
+  cached = dataset(shuffle=False, cache=True)
+  trainer_module.check_static_shapes(cached)
+  assert cached.element_spec[1].shape.as_list() == [batch]
+  # Unshuffled, the cached path yields the streamed batches in order.
+  streamed_rows = _rows(dataset(shuffle=False, cache=False).take(steps))
+  cached_rows = _rows(cached.take(steps))
+  assert cached_rows == streamed_rows
+  assert len(cached_rows) == steps * batch
+  everything = collections.Counter(
+      _rows(trainer_module.input_dataset(
+          fn_args.train_files, fn_args.data_accessor, tf_transform_output,
+          1, shuffle=False, cache=True).take(counts['train'])))
+  assert sum(everything.values()) == counts['train']
+  # Shuffled: the stream is one permutation of the whole split after another
+  # (batches run across the boundary; the remainder is not lost).
+  total = counts['train']
+  shuffled = _rows(dataset(shuffle=True, cache=True).take(
+      -(-2 * total // batch)))
+  first, second = shuffled[:total], shuffled[total:2 * total]
+  assert collections.Counter(first) == everything
+  assert collections.Counter(second) == everything
+  assert first != second and first[:batch] != cached_rows[:batch]
 
 
 def _write_stats(tmp_path, labels):

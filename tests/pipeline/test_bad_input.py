@@ -125,6 +125,9 @@ PREFLIGHT_CASES = {
         re.escape(f'error: {GOOD_SINGLE}: 7 rows in all (to be split 4:1 '
                   'into train and eval), fewer than one global batch of 8 '
                   '(--per-replica-batch-size 8 x 1 replica); ') + '.*'),
+    'negative_input_cache': (
+        GOOD_SINGLE, ('--input-cache-mb', '-1'),
+        re.escape('error: input_cache_mb must be >= 0, got -1')),
 }
 
 

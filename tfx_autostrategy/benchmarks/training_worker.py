@@ -14,14 +14,14 @@ state (the rounds alternate between them):
 
 * `trainer`: what `run_fn` does — `accelerator.resolve`, the FnArgs TFX
   builds (`fn_args_utils.get_common_fn_args`, so the same `data_accessor`),
-  `trainer_module.input_dataset` over the transformed TFRecords, model built
-  and compiled in `strategy.scope()` with the plan's steps_per_execution,
-  `model.fit(dataset, steps_per_epoch=...)`.
+  `trainer_module.input_dataset` over the transformed TFRecords (decoded
+  examples cached in memory when `cache_plan` says the split fits, as
+  run_fn decides), model built and compiled in `strategy.scope()` with the
+  plan's steps_per_execution, `model.fit(dataset, steps_per_epoch=...)`.
 * `memory`: the same model, batch and steps_per_execution, `model.fit` on
   the same train split decoded once into in-memory tensors.
-* `cached`: like `trainer`, with `input_dataset` replaced by
-  `candidate_input_dataset` (decoded examples cached in memory) — the fix
-  proposed when `trainer` falls short.
+* `streamed`: like `trainer` with the cache off (`--input-cache-mb 0`):
+  every step decompresses and parses its records.
 * `input`: iterating the Trainer's dataset without a model.
 
 Throughput is examples/s over the steps after `--warmup` steps of every fit
@@ -37,7 +37,7 @@ import os
 import sys
 import time
 
-VARIANTS = ('trainer', 'memory', 'cached', 'input')
+VARIANTS = ('trainer', 'memory', 'streamed', 'input')
 
 
 def _configure_devices(cpu_replicas: int) -> None:
@@ -89,34 +89,6 @@ def decode_split(file_pattern, data_accessor, tf_transform_output,
       break
   return ({k: np.concatenate(v) for k, v in features.items()},
           np.concatenate(labels))
-
-
-def candidate_input_dataset(file_pattern, data_accessor, tf_transform_output,
-                            global_batch_size: int, shuffle: bool):
-  """`input_dataset` with decoded examples cached in memory (proposed fix).
-
-  The first pass reads and parses the TFRecords once; later epochs reshuffle
-  the cached, already-parsed examples (a full-split shuffle, better than the
-  10,000-record buffer) and batch them, so no per-step parsing or
-  decompression competes with training for the CPU.
-  """
-  import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from tfx_bsl.public import tfxio  # pylint: disable=g-import-not-at-top
-  from tfx_autostrategy.components import settings  # pylint: disable=g-import-not-at-top
-  dataset = data_accessor.tf_dataset_factory(
-      file_pattern,
-      tfxio.TensorFlowDatasetOptions(
-          batch_size=1024, label_key=settings.LABEL, num_epochs=1,
-          shuffle=False, drop_final_batch=False),
-      tf_transform_output.transformed_metadata.schema)
-  dataset = dataset.unbatch().cache()
-  if shuffle:
-    dataset = dataset.shuffle(100_000, seed=0, reshuffle_each_iteration=True)
-  dataset = dataset.repeat().batch(global_batch_size, drop_remainder=True)
-  options = tf.data.Options()
-  options.experimental_distribute.auto_shard_policy = (
-      tf.data.experimental.AutoShardPolicy.DATA)
-  return dataset.with_options(options).prefetch(tf.data.AUTOTUNE)
 
 
 def _step_timer():
@@ -211,21 +183,21 @@ def main(argv=None) -> int:
 
   accelerator.apply_precision(plan.precision)
   datasets, fitted = {}, {}
-  # As run_fn: a shuffle buffer sized from the split, when the module has it.
-  buffer_kwargs = {}
-  if hasattr(trainer_module, 'shuffle_buffer_for'):
-    buffer_kwargs['shuffle_buffer_size'] = trainer_module.shuffle_buffer_for(
-        train_examples)
+  # As run_fn: a shuffle buffer that covers the split, and the split cached
+  # when it fits the default budget.
+  cached = trainer_module.cache_plan(
+      {'train': train_examples},
+      trainer_module.decoded_example_bytes(tf_transform_output),
+      trainer_settings.input_cache_mb)['train']
   for variant in variants:
-    if variant in ('trainer', 'input'):
+    if variant in ('trainer', 'input', 'streamed'):
       datasets[variant] = trainer_module.input_dataset(
           fn_args.train_files, fn_args.data_accessor, tf_transform_output,
-          batch, shuffle=True, **buffer_kwargs)
+          batch, shuffle=True,
+          shuffle_buffer_size=trainer_module.shuffle_buffer_for(
+              train_examples),
+          cache=cached and variant != 'streamed')
       trainer_module.check_static_shapes(datasets[variant])
-    elif variant == 'cached':
-      datasets[variant] = candidate_input_dataset(
-          fn_args.train_files, fn_args.data_accessor, tf_transform_output,
-          batch, shuffle=True)
     if variant == 'input':
       continue
     with strategy.scope():
@@ -280,6 +252,7 @@ def main(argv=None) -> int:
       'plan': plan.to_dict(),
       'global_batch_size': batch,
       'train_examples': train_examples,
+      'train_cached': cached,
       'steps_per_fit': steps,
       'warmup_steps': warmup,
       'rounds': args.rounds,
