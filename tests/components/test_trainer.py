@@ -322,6 +322,32 @@ def test_cached_input_yields_the_streamed_examples(upstream):
   assert first != second and first[:batch] != cached_rows[:batch]
 
 
+def test_cached_shuffle_order_is_the_same_in_every_worker(upstream):
+  """Multi-worker DATA sharding takes every n-th batch of each worker's own
+  copy of the dataset: the copies must agree on the order, every epoch, or
+  workers would train on overlapping examples and skip others."""
+  fn_args, tf_transform_output = _transformed(upstream)
+  counts = executor_lib.example_counts(_stats_artifact(upstream['statistics']))
+  batch = 16
+  steps = 2 * counts['train'] // batch  # two epochs
+
+  def worker_copy():
+    return trainer_module.input_dataset(
+        fn_args.train_files, fn_args.data_accessor, tf_transform_output,
+        batch, shuffle=True, cache=True,
+        shuffle_buffer_size=trainer_module.shuffle_buffer_for(
+            counts['train'])).take(steps)
+
+  one, two = _rows(worker_copy()), _rows(worker_copy())
+  assert one == two
+  # Sharded two ways as DATA auto-sharding does: disjoint batches, together
+  # the whole stream.
+  shard0 = _rows(worker_copy().shard(2, 0))
+  shard1 = _rows(worker_copy().shard(2, 1))
+  assert len(shard0) + len(shard1) == steps * batch
+  assert sorted(shard0 + shard1) == sorted(one)
+
+
 def _write_stats(tmp_path, labels):
   import pandas as pd  # pylint: disable=g-import-not-at-top
   import tensorflow_data_validation as tfdv  # pylint: disable=g-import-not-at-top
