@@ -23,9 +23,12 @@ with two or more training tasks (`chief` + `worker`) makes the run
 multi-worker; a TPU, when present, wins over multi-worker.
 
 Strategy per case: TPU -> `TPUStrategy`; multi-worker ->
-`MultiWorkerMirroredStrategy`; >= 2 GPUs -> `MirroredStrategy`; 1 GPU ->
-`OneDeviceStrategy('/gpu:0')`; N > 1 logical CPUs (`configure_cpu_replicas`)
--> `MirroredStrategy` over them; otherwise the default strategy.
+`MultiWorkerMirroredStrategy`; >= 1 GPUs -> `MirroredStrategy` over them (one
+GPU included: tf_keras 2.16's `BackupAndRestore` refuses `OneDeviceStrategy`
+at the start of `fit`, and TFX's own Vertex AI tutorial uses a one-device
+`MirroredStrategy`); N > 1 logical CPUs (`configure_cpu_replicas`) ->
+`MirroredStrategy` over them; a CPU run on a GPU machine -> `MirroredStrategy`
+over '/cpu:0'; otherwise the default strategy.
 
 `detect` never initialises TensorFlow's runtime: MultiWorkerMirroredStrategy
 must be created before that ("Collective ops must be configured at program
@@ -59,6 +62,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 
 from tfx_autostrategy.components import settings
@@ -77,8 +81,22 @@ TPU_STEPS_PER_EXECUTION = 32
 GPU_STEPS_PER_EXECUTION = 4
 CPU_STEPS_PER_EXECUTION = 1
 
-# XLA pads each TPU core's batch dimension to a multiple of this.
+# XLA pads each TPU core's batch dimension to a multiple of this (the Cloud
+# TPU performance guide: 128 per core is ideal), and fixed feature lengths
+# tile in multiples of it too.
 TPU_BATCH_MULTIPLE = 8
+
+# TPUs get no preemption notice (TF's PreemptionCheckpointHandler supports
+# MultiWorkerMirroredStrategy only), so on TPU the backup is also written every
+# this many steps: a preempted job loses at most that much work. Elsewhere
+# BackupAndRestore saves at every epoch end.
+TPU_BACKUP_EVERY_STEPS = 256
+
+# How long a remote TPU node (TPU_CONFIG, TPU_NAME) may take to become
+# reachable: a Vertex AI TPU node or a freshly created Cloud TPU accepts
+# connections minutes after the job's container starts.
+DEFAULT_TPU_WAIT_SECONDS = 600.0
+TPU_WAIT_INTERVAL_SECONDS = 15.0
 
 # Generous because every worker's first step waits for the slowest worker's
 # tracing and compilation, and for the chief's checkpoint writes.
@@ -111,7 +129,7 @@ _TPU_PROBES_TEXT = (
 
 # TPU systems initialised in this process, keyed by resolver master ('' for a
 # TPU VM's local chips). Initialising twice would wipe the TPU's memory.
-_TPU_TOPOLOGIES: Dict[str, Any] = {}
+_TPU_INITIALIZED = set()
 
 # Temporary export directories handed to non-chief workers; `cleanup` only
 # deletes these.
@@ -120,6 +138,10 @@ _TEMP_EXPORT_DIRS = set()
 
 class AcceleratorNotFoundError(RuntimeError):
   """An explicitly requested accelerator is not available."""
+
+
+class TPUUnreachableError(RuntimeError):
+  """A TPU was named but did not become reachable within the wait."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -178,6 +200,10 @@ class DistributionPlan:
     global_batch_size: per_replica_batch_size x num_replicas.
     precision: Keras mixed precision policy name.
     steps_per_execution: Keras steps per tf.function call.
+    jit_compile: whether the train step is compiled with XLA.
+    backup_every_steps: BackupAndRestore also saves every this many steps
+      (0: at epoch ends only).
+    adjustments: settings the plan changed to fit the machine, and why.
     is_chief: whether this process exports the model.
     num_workers: training processes in the cluster.
     devices: logical device names seen by this process.
@@ -190,6 +216,9 @@ class DistributionPlan:
   global_batch_size: int
   precision: str
   steps_per_execution: int
+  jit_compile: bool
+  backup_every_steps: int
+  adjustments: Tuple[str, ...]
   is_chief: bool
   num_workers: int
   devices: Tuple[str, ...]
@@ -199,6 +228,7 @@ class DistributionPlan:
     """Returns the plan as JSON-serialisable primitives."""
     values = dataclasses.asdict(self)
     values['devices'] = list(self.devices)
+    values['adjustments'] = list(self.adjustments)
     return values
 
 
@@ -471,6 +501,72 @@ def _default_tpu_initializer(resolver: Any) -> Any:
   return tf.tpu.experimental.initialize_tpu_system(resolver)
 
 
+def _unreachable_errors() -> Tuple[type, ...]:
+  """Errors that mean "the TPU is not reachable yet", worth waiting on."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  return (tf.errors.UnavailableError, tf.errors.DeadlineExceededError,
+          ConnectionError)
+
+
+def initialize_tpu(resolver: Any, *,
+                   initializer: Optional[Callable[[Any], Any]] = None,
+                   wait_seconds: float = DEFAULT_TPU_WAIT_SECONDS,
+                   interval_seconds: float = TPU_WAIT_INTERVAL_SECONDS,
+                   sleep: Callable[[float], None] = time.sleep,
+                   clock: Callable[[], float] = time.monotonic,
+                   retry_on: Optional[Tuple[type, ...]] = None) -> None:
+  """Connects to and initialises the TPU system once per process.
+
+  A remote TPU node (Vertex AI's TPU_CONFIG, a Cloud TPU named by TPU_NAME)
+  often accepts connections only minutes after the job starts, so
+  unreachable-TPU errors are retried every `interval_seconds` for up to
+  `wait_seconds` (tensorflow/cloud waits the same way); a TPU VM's local chips
+  (master '') are initialised at once. Initialising twice would wipe the
+  TPU's memory, hence once per resolver master.
+
+  Args:
+    resolver: the TPU cluster resolver.
+    initializer: connects and initialises; defaults to
+      `experimental_connect_to_cluster` + `initialize_tpu_system`.
+    wait_seconds: how long to keep retrying an unreachable TPU.
+    interval_seconds: pause between attempts.
+    sleep: injectable pause (tests).
+    clock: injectable monotonic clock (tests).
+    retry_on: exception types that mean "not reachable yet"; defaults to
+      TensorFlow's Unavailable / DeadlineExceeded errors and ConnectionError.
+
+  Raises:
+    TPUUnreachableError: the TPU was still unreachable after `wait_seconds`;
+      the message names the TPU, the attempts and the last error.
+  """
+  key = resolver.master()
+  if key in _TPU_INITIALIZED:
+    return
+  initializer = initializer or _default_tpu_initializer
+  retry_on = retry_on or _unreachable_errors()
+  started = clock()
+  attempts = 0
+  while True:
+    attempts += 1
+    try:
+      initializer(resolver)
+      break
+    except retry_on as error:
+      waited = clock() - started
+      if waited + interval_seconds > wait_seconds:
+        raise TPUUnreachableError(
+            f'TPU {key!r} did not become reachable: waited {waited:.0f} s '
+            f'over {attempts} attempt(s) to connect to it and initialise the '
+            f'TPU system (limit {wait_seconds:.0f} s); last error: '
+            f'{type(error).__name__}: {error}. Check that the TPU node exists, '
+            'is READY, and is in the job\'s network and zone.') from error
+      logging.warning('TPU %r not reachable yet (%s: %s); retrying in %.0f s '
+                      '(waited %.0f of %.0f s).', key, type(error).__name__,
+                      error, interval_seconds, waited, wait_seconds)
+      sleep(interval_seconds)
+  _TPU_INITIALIZED.add(key)
+
+
 def _default_strategy_factory(name: str, **kwargs) -> Any:
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   if name == 'default':
@@ -514,49 +610,52 @@ def strategy_for(info: AcceleratorInfo, *,
                  tpu_initializer: Optional[Callable[[Any], Any]] = None,
                  strategy_factory: Optional[Callable[..., Any]] = None,
                  collective_timeout_seconds: float = (
-                     DEFAULT_COLLECTIVE_TIMEOUT_SECONDS)) -> Any:
+                     DEFAULT_COLLECTIVE_TIMEOUT_SECONDS),
+                 tpu_wait_seconds: float = DEFAULT_TPU_WAIT_SECONDS) -> Any:
   """Builds the `tf.distribute.Strategy` for what `detect` found.
 
   Args:
     info: result of `detect`.
     tpu_initializer: called with the TPU resolver to connect to and
-      initialise the TPU system; runs once per resolver master per process.
-      Defaults to `experimental_connect_to_cluster` +
+      initialise the TPU system; runs once per resolver master per process
+      (`initialize_tpu`, which retries an unreachable TPU). Defaults to
+      `experimental_connect_to_cluster` +
       `tf.tpu.experimental.initialize_tpu_system`.
     strategy_factory: called as `factory(name, **kwargs)` where name is a
       `tf.distribute` class name ('TPUStrategy', 'MultiWorkerMirroredStrategy',
-      'MirroredStrategy', 'OneDeviceStrategy') or 'default' (the default
+      'MirroredStrategy') or 'default' (the default
       strategy), and kwargs are that class's constructor arguments.
     collective_timeout_seconds: multi-worker only: bounds both the wait for
       every worker to join (the process exits with status 1 past it) and each
       collective op afterwards (`CommunicationOptions.timeout_seconds`).
       0 leaves TensorFlow's own limits (one hour to join, none per op).
+    tpu_wait_seconds: how long an unreachable TPU is waited for.
 
   Returns:
     The strategy.
+
+  Raises:
+    TPUUnreachableError: see `initialize_tpu`.
   """
   factory = strategy_factory or _default_strategy_factory
   if info.kind == 'tpu':
-    resolver = info.tpu_resolver
-    key = resolver.master()
-    if key not in _TPU_TOPOLOGIES:
-      _TPU_TOPOLOGIES[key] = (tpu_initializer or _default_tpu_initializer)(
-          resolver)
-    return factory('TPUStrategy', tpu_cluster_resolver=resolver)
+    initialize_tpu(info.tpu_resolver, initializer=tpu_initializer,
+                   wait_seconds=tpu_wait_seconds)
+    return factory('TPUStrategy', tpu_cluster_resolver=info.tpu_resolver)
   gpus = info.devices_of('GPU')
   if info.is_multi_worker:
     return _multi_worker_strategy(info, factory, len(gpus),
                                   collective_timeout_seconds)
   if info.kind == 'gpu':
-    if len(gpus) > 1:
-      return factory('MirroredStrategy', devices=list(gpus))
-    return factory('OneDeviceStrategy', device='/gpu:0')
+    # MirroredStrategy even for one GPU: every callback the Trainer uses
+    # supports it, while BackupAndRestore refuses OneDeviceStrategy.
+    return factory('MirroredStrategy', devices=list(gpus))
   cpus = info.devices_of('CPU')
   if len(cpus) > 1:
     return factory('MirroredStrategy', devices=list(cpus))
   if gpus:
     # The default strategy would place ops on the GPU the caller declined.
-    return factory('OneDeviceStrategy', device='/cpu:0')
+    return factory('MirroredStrategy', devices=[cpus[0] if cpus else '/cpu:0'])
   return factory('default')
 
 
@@ -594,17 +693,51 @@ def default_precision(info: AcceleratorInfo) -> str:
   return 'float32'
 
 
+def default_jit_compile(info: AcceleratorInfo) -> bool:
+  """Whether the train step is compiled with XLA by default.
+
+  Always on TPU (TPUs run only XLA programs); on by default on GPUs, as in
+  tf-models and Keras 3 (fused kernels, fewer launches); off on CPU, where
+  XLA gains little and some ops lack XLA CPU kernels.
+  """
+  return info.kind in ('tpu', 'gpu')
+
+
+def default_backup_every_steps(info: AcceleratorInfo) -> int:
+  """Step interval of BackupAndRestore saves (0: at epoch ends only)."""
+  return TPU_BACKUP_EVERY_STEPS if info.kind == 'tpu' else 0
+
+
+def _round_up(value: int, multiple: int) -> int:
+  return -(-value // multiple) * multiple
+
+
+def steps_per_execution_for(kind: str) -> int:
+  """Returns the Keras steps_per_execution that suits 'tpu', 'gpu' or 'cpu'."""
+  return {'tpu': TPU_STEPS_PER_EXECUTION,
+          'gpu': GPU_STEPS_PER_EXECUTION}.get(kind, CPU_STEPS_PER_EXECUTION)
+
+
 def default_steps_per_execution(info: AcceleratorInfo) -> int:
   """Returns the Keras steps_per_execution that suits the accelerator."""
-  return {'tpu': TPU_STEPS_PER_EXECUTION,
-          'gpu': GPU_STEPS_PER_EXECUTION}.get(info.kind,
-                                              CPU_STEPS_PER_EXECUTION)
+  return steps_per_execution_for(info.kind)
+
+
+JIT_COMPILE_CHOICES = settings.JIT_COMPILE_CHOICES
 
 
 def plan_for(info: AcceleratorInfo, strategy: Any, per_replica_batch_size: int,
              *, precision: str = '',
-             steps_per_execution: int = 0) -> DistributionPlan:
-  """Derives batch sizes, precision and steps_per_execution.
+             steps_per_execution: int = 0,
+             jit_compile: str = 'auto',
+             backup_every_steps: int = -1,
+             strategy_name: str = '') -> DistributionPlan:
+  """Derives batch sizes, precision, steps_per_execution, XLA and backups.
+
+  On TPU the tiling rule applies: a per-replica batch that is not a multiple
+  of `TPU_BATCH_MULTIPLE` is rounded up to one (XLA would pad every core's
+  batch to it anyway, wasting that share of each step), and the plan's
+  `adjustments` say so; XLA cannot be turned off there.
 
   Args:
     info: result of `detect`.
@@ -612,13 +745,18 @@ def plan_for(info: AcceleratorInfo, strategy: Any, per_replica_batch_size: int,
     per_replica_batch_size: examples per replica per step.
     precision: a policy in `PRECISIONS`, or '' for `default_precision`.
     steps_per_execution: >= 1, or 0 for `default_steps_per_execution`.
+    jit_compile: 'auto' (`default_jit_compile`), 'on' or 'off'.
+    backup_every_steps: >= 1, 0 for epoch ends only, or -1 for
+      `default_backup_every_steps`.
+    strategy_name: the strategy's public name, where `strategy` stands in for
+      another class (rehearsals); '' names `strategy`'s own class.
 
   Returns:
     The `DistributionPlan`.
 
   Raises:
-    ValueError: a batch size below 1, an unknown precision, or a negative
-      steps_per_execution.
+    ValueError: a batch size below 1, an unknown precision or jit_compile
+      value, a negative steps_per_execution, 'off' XLA on TPU.
   """
   if per_replica_batch_size < 1:
     raise ValueError(
@@ -629,22 +767,43 @@ def plan_for(info: AcceleratorInfo, strategy: Any, per_replica_batch_size: int,
   if steps_per_execution < 0:
     raise ValueError(
         f'steps_per_execution must be >= 0, got {steps_per_execution}')
-  if info.kind == 'tpu' and per_replica_batch_size % TPU_BATCH_MULTIPLE:
-    logging.warning(
-        'TPU per-replica batch size %d is not a multiple of %d: XLA pads '
-        'each core\'s batch to one, wasting that share of every step.',
-        per_replica_batch_size, TPU_BATCH_MULTIPLE)
+  if jit_compile not in JIT_COMPILE_CHOICES:
+    raise ValueError(f'jit_compile must be one of {JIT_COMPILE_CHOICES}, got '
+                     f'{jit_compile!r}')
+  if backup_every_steps < -1:
+    raise ValueError('backup_every_steps must be >= 0 (or -1 for the device '
+                     f'default), got {backup_every_steps}')
+  adjustments = []
+  if info.kind == 'tpu':
+    if jit_compile == 'off':
+      raise ValueError('jit_compile=off is impossible on TPU: TPUs run only '
+                       'XLA-compiled programs')
+    if per_replica_batch_size % TPU_BATCH_MULTIPLE:
+      rounded = _round_up(per_replica_batch_size, TPU_BATCH_MULTIPLE)
+      adjustments.append(
+          f'per-replica batch {per_replica_batch_size} rounded up to '
+          f'{rounded}: the TPU tiles each core\'s batch in multiples of '
+          f'{TPU_BATCH_MULTIPLE} (128 per core is ideal)')
+      logging.warning('autostrategy: %s', adjustments[-1])
+      per_replica_batch_size = rounded
   num_replicas = int(strategy.num_replicas_in_sync)
+  class_name = type(strategy).__name__
   return DistributionPlan(
       accelerator=info.kind,
-      strategy=_PUBLIC_STRATEGY_NAMES.get(type(strategy).__name__,
-                                          type(strategy).__name__),
+      strategy=strategy_name or _PUBLIC_STRATEGY_NAMES.get(class_name,
+                                                           class_name),
       num_replicas=num_replicas,
       per_replica_batch_size=per_replica_batch_size,
       global_batch_size=per_replica_batch_size * num_replicas,
       precision=precision or default_precision(info),
       steps_per_execution=steps_per_execution or default_steps_per_execution(
           info),
+      jit_compile=(default_jit_compile(info) if jit_compile == 'auto'
+                   else jit_compile == 'on'),
+      backup_every_steps=(default_backup_every_steps(info)
+                          if backup_every_steps == -1
+                          else backup_every_steps),
+      adjustments=tuple(adjustments),
       is_chief=info.is_chief,
       num_workers=info.num_workers,
       devices=tuple(info.devices),
@@ -652,7 +811,9 @@ def plan_for(info: AcceleratorInfo, strategy: Any, per_replica_batch_size: int,
 
 
 def resolve(accelerator: str = 'auto', per_replica_batch_size: int = 32, *,
-            precision: str = '', steps_per_execution: int = 0, tpu: str = '',
+            precision: str = '', steps_per_execution: int = 0,
+            jit_compile: str = 'auto', backup_every_steps: int = -1,
+            tpu: str = '',
             environ: Optional[Mapping[str, str]] = None,
             tpu_resolver_factory: Optional[Callable[..., Any]] = None,
             list_devices: Optional[Callable[[], Sequence[str]]] = None,
@@ -672,6 +833,8 @@ def resolve(accelerator: str = 'auto', per_replica_batch_size: int = 32, *,
     per_replica_batch_size: see `plan_for`.
     precision: see `plan_for`.
     steps_per_execution: see `plan_for`.
+    jit_compile: see `plan_for`.
+    backup_every_steps: see `plan_for`.
     tpu: see `detect`.
     environ: see `detect`.
     tpu_resolver_factory: see `detect`.
@@ -695,7 +858,9 @@ def resolve(accelerator: str = 'auto', per_replica_batch_size: int = 32, *,
                           strategy_factory=strategy_factory,
                           collective_timeout_seconds=collective_timeout_seconds)
   plan = plan_for(info, strategy, per_replica_batch_size, precision=precision,
-                  steps_per_execution=steps_per_execution)
+                  steps_per_execution=steps_per_execution,
+                  jit_compile=jit_compile,
+                  backup_every_steps=backup_every_steps)
   return strategy, plan, info
 
 
@@ -725,10 +890,14 @@ def format_plan(plan: DistributionPlan) -> str:
       ('global batch', plan.global_batch_size),
       ('precision', plan.precision),
       ('steps per execution', plan.steps_per_execution),
+      ('XLA (jit_compile)', 'yes' if plan.jit_compile else 'no'),
+      ('backup', f'every {plan.backup_every_steps} steps'
+       if plan.backup_every_steps else 'each epoch'),
       ('chief', 'yes' if plan.is_chief else 'no'),
       ('devices', ', '.join(plan.devices) or '-'),
       ('reason', plan.reason),
   ]
+  rows += [('adjusted', text) for text in plan.adjustments]
   width = max(len(name) for name, _ in rows) + 1
   return '\n'.join(f'{name + ":":<{width}} {value}' for name, value in rows)
 

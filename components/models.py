@@ -276,12 +276,15 @@ def build(text_settings: settings_lib.TextSettings,
 def compile_model(model: tf.keras.Model,
                   trainer_settings: settings_lib.TrainerSettings,
                   steps_per_execution: int,
-                  decay_steps: int = 0) -> None:
+                  decay_steps: int = 0,
+                  jit_compile: bool = False) -> None:
   """Compiles for binary classification; call inside `strategy.scope()`.
 
   With `decay_steps` (the number of training steps) the learning rate follows
   a cosine decay to zero, so the exported last epoch is not the overfitted
-  one a constant rate leaves behind.
+  one a constant rate leaves behind. `jit_compile` compiles the train step
+  with XLA (TPUs always do; an op without an XLA kernel fails at the first
+  step, naming the op).
   """
   learning_rate = trainer_settings.learning_rate
   if decay_steps:
@@ -292,4 +295,5 @@ def compile_model(model: tf.keras.Model,
       loss=tf.keras.losses.BinaryCrossentropy(),
       metrics=[tf.keras.metrics.AUC(name='auc'),
                tf.keras.metrics.BinaryAccuracy(name='accuracy')],
-      steps_per_execution=steps_per_execution)
+      steps_per_execution=steps_per_execution,
+      jit_compile=jit_compile)

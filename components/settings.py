@@ -19,6 +19,7 @@ LABEL = 'label'
 MODELS = ('bow', 'transformer', 'hub')
 ACCELERATORS = ('auto', 'tpu', 'gpu', 'cpu')
 TOKENIZERS = ('words', 'sentencepiece')
+JIT_COMPILE_CHOICES = ('auto', 'on', 'off')
 
 
 def transformed_name(key: str) -> str:
@@ -99,6 +100,12 @@ class TrainerSettings:
     input_cache_mb: memory for keeping decoded examples after the first epoch
       (train first, then eval); a split that does not fit is streamed from
       the TFRecords every epoch. 0 = always stream.
+    jit_compile: XLA-compile the train step: 'auto' (on for TPUs and GPUs,
+      off on CPU), 'on' or 'off' (impossible on TPU).
+    backup_every_steps: BackupAndRestore also saves every this many steps;
+      0 = at epoch ends only; -1 = device default (every
+      accelerator.TPU_BACKUP_EVERY_STEPS steps on TPU, which gets no
+      preemption notice; epoch ends elsewhere).
   """
   model: str = 'bow'
   epochs: int = 3
@@ -109,6 +116,8 @@ class TrainerSettings:
   precision: str = ''
   hub_model_path: str = ''
   input_cache_mb: int = 1024
+  jit_compile: str = 'auto'
+  backup_every_steps: int = -1
 
   def __post_init__(self):
     if self.model not in MODELS:
@@ -124,6 +133,12 @@ class TrainerSettings:
     if self.input_cache_mb < 0:
       raise ValueError(
           f'input_cache_mb must be >= 0, got {self.input_cache_mb}')
+    if self.jit_compile not in JIT_COMPILE_CHOICES:
+      raise ValueError(f'jit_compile must be one of {JIT_COMPILE_CHOICES}, '
+                       f'got {self.jit_compile!r}')
+    if self.backup_every_steps < -1:
+      raise ValueError('backup_every_steps must be >= 0, or -1 for the device '
+                       f'default, got {self.backup_every_steps}')
     if self.model == 'hub' and not self.hub_model_path:
       raise ValueError('model=hub needs hub_model_path')
 

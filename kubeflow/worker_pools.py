@@ -12,7 +12,7 @@ Pure Python with no TFX import, so the CLI rejects a bad value at once.
 """
 
 import dataclasses
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 # What the Trainer must find on the machine (TrainerSettings.accelerator):
 # insisting on it makes a mis-provisioned job fail at once instead of training
@@ -44,6 +44,10 @@ class WorkerPool:
     memory_gb: memory of the machine in GB.
     multi_worker: whether several machines of this shape can train together
       (MultiWorkerMirroredStrategy); a TPU slice is one machine here.
+    compute_capability: CUDA compute capability of the GPU (decides
+      mixed_float16), None for CPUs and TPUs.
+    tpu_type: accelerator type as the TPU VM runtime names it
+      (TPU_ACCELERATOR_TYPE), '' for CPUs and GPUs.
   """
   name: str
   kind: str
@@ -55,42 +59,44 @@ class WorkerPool:
   vcpus: int = 0
   memory_gb: int = 0
   multi_worker: bool = True
+  compute_capability: Optional[Tuple[int, int]] = None
+  tpu_type: str = ''
 
 
 _POOLS: Tuple[WorkerPool, ...] = (
     WorkerPool('cpu', CPU, 'n1-standard-8', vcpus=8, memory_gb=30),
     WorkerPool('nvidia-t4', GPU, 'n1-standard-8', 'NVIDIA_TESLA_T4', 1,
-               vcpus=8, memory_gb=30),
+               compute_capability=(7, 5), vcpus=8, memory_gb=30),
     WorkerPool('nvidia-t4x2', GPU, 'n1-standard-16', 'NVIDIA_TESLA_T4', 2,
-               vcpus=16, memory_gb=60),
+               compute_capability=(7, 5), vcpus=16, memory_gb=60),
     WorkerPool('nvidia-t4x4', GPU, 'n1-standard-32', 'NVIDIA_TESLA_T4', 4,
-               vcpus=32, memory_gb=120),
+               compute_capability=(7, 5), vcpus=32, memory_gb=120),
     # G2 and A2 machine types come with their GPUs: the count follows the type.
     WorkerPool('nvidia-l4', GPU, 'g2-standard-8', 'NVIDIA_L4', 1,
-               vcpus=8, memory_gb=32),
+               compute_capability=(8, 9), vcpus=8, memory_gb=32),
     WorkerPool('nvidia-l4x2', GPU, 'g2-standard-24', 'NVIDIA_L4', 2,
-               vcpus=24, memory_gb=96),
+               compute_capability=(8, 9), vcpus=24, memory_gb=96),
     WorkerPool('nvidia-l4x4', GPU, 'g2-standard-48', 'NVIDIA_L4', 4,
-               vcpus=48, memory_gb=192),
+               compute_capability=(8, 9), vcpus=48, memory_gb=192),
     WorkerPool('nvidia-l4x8', GPU, 'g2-standard-96', 'NVIDIA_L4', 8,
-               vcpus=96, memory_gb=384),
+               compute_capability=(8, 9), vcpus=96, memory_gb=384),
     WorkerPool('nvidia-a100', GPU, 'a2-highgpu-1g', 'NVIDIA_TESLA_A100', 1,
-               vcpus=12, memory_gb=85),
+               compute_capability=(8, 0), vcpus=12, memory_gb=85),
     WorkerPool('nvidia-a100x2', GPU, 'a2-highgpu-2g', 'NVIDIA_TESLA_A100', 2,
-               vcpus=24, memory_gb=170),
+               compute_capability=(8, 0), vcpus=24, memory_gb=170),
     WorkerPool('nvidia-a100x4', GPU, 'a2-highgpu-4g', 'NVIDIA_TESLA_A100', 4,
-               vcpus=48, memory_gb=340),
+               compute_capability=(8, 0), vcpus=48, memory_gb=340),
     WorkerPool('nvidia-a100x8', GPU, 'a2-highgpu-8g', 'NVIDIA_TESLA_A100', 8,
-               vcpus=96, memory_gb=680),
+               compute_capability=(8, 0), vcpus=96, memory_gb=680),
     # Vertex AI runs v2/v3 as TPU VMs on the `cloud-tpu` machine type (8 cores);
     # v5e names its host type and needs the slice topology.
     WorkerPool('tpu-v2-8', TPU, 'cloud-tpu', 'TPU_V2', 8, tpu_chips=4,
-               vcpus=96, memory_gb=335, multi_worker=False),
+               tpu_type='v2-8', vcpus=96, memory_gb=335, multi_worker=False),
     WorkerPool('tpu-v3-8', TPU, 'cloud-tpu', 'TPU_V3', 8, tpu_chips=4,
-               vcpus=96, memory_gb=335, multi_worker=False),
+               tpu_type='v3-8', vcpus=96, memory_gb=335, multi_worker=False),
     WorkerPool('tpu-v5e-8', TPU, 'ct5lp-hightpu-8t', 'TPU_V5_LITEPOD', 8,
-               tpu_topology='2x4', tpu_chips=8, vcpus=224, memory_gb=384,
-               multi_worker=False),
+               tpu_topology='2x4', tpu_chips=8, tpu_type='v5litepod-8',
+               vcpus=224, memory_gb=384, multi_worker=False),
 )
 
 WORKER_POOLS: Dict[str, WorkerPool] = {pool.name: pool for pool in _POOLS}

@@ -200,9 +200,9 @@ class ProgressHandler(logging.Handler):
 
 
 def run_pipeline(config: config_lib.PipelineConfig,
-                 on_event: Optional[Callable[[str, str, Optional[float]], None]] = None
-                ) -> RunResult:
-  """Runs `create_pipeline(config)` with LocalDagRunner and reads the outcome."""
+                 on_event: Optional[Callable[[str, str, Optional[float]], None]] = None,
+                 until: str = '') -> RunResult:
+  """Runs `create_pipeline(config, until)` with LocalDagRunner; reads the outcome."""
   from tfx import v1 as tfx  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.pipeline import pipeline as pipeline_lib  # pylint: disable=g-import-not-at-top
   handler = ProgressHandler(on_event) if on_event else None
@@ -210,7 +210,7 @@ def run_pipeline(config: config_lib.PipelineConfig,
     logging.getLogger().addHandler(handler)
   try:
     tfx.orchestration.LocalDagRunner().run(
-        pipeline_lib.create_pipeline(config))
+        pipeline_lib.create_pipeline(config, until=until))
   finally:
     if handler:
       logging.getLogger().removeHandler(handler)

@@ -161,15 +161,26 @@ def create_components(config: config_lib.PipelineConfig) -> List:
           transform, trainer, evaluator, pusher]
 
 
-def create_pipeline(config: config_lib.PipelineConfig) -> tfx.dsl.Pipeline:
-  """Builds the text-classification pipeline described by `config`."""
+def create_pipeline(config: config_lib.PipelineConfig,
+                    until: str = '') -> tfx.dsl.Pipeline:
+  """Builds the text-classification pipeline described by `config`.
+
+  Args:
+    config: the pipeline's configuration.
+    until: a component id: leave out every component after it (e.g. up to
+      Transform for `autostrategy rehearse`); '' keeps the whole pipeline.
+  """
+  components = create_components(config)
+  if until:
+    ids = [c.id for c in components]
+    components = components[:ids.index(until) + 1]
   metadata = (
       tfx.orchestration.metadata.sqlite_metadata_connection_config(
           config.metadata_path) if config.metadata_path else None)
   return tfx.dsl.Pipeline(
       pipeline_name=config.pipeline_name,
       pipeline_root=config.pipeline_root,
-      components=create_components(config),
+      components=components,
       enable_cache=config.enable_cache,
       metadata_connection_config=metadata,
       beam_pipeline_args=list(config.beam_pipeline_args))

@@ -21,19 +21,6 @@ EXIT_BAD_INPUT = 2
 EXIT_NOT_BLESSED = 3
 
 
-def _prepare_tensorflow_environment(cpu_replicas: int) -> None:
-  """What must happen before TensorFlow is imported or initialises devices."""
-  # tf.keras must be tf_keras (Keras 2): TFMA, save_format='tf' and
-  # MultiWorkerMirroredStrategy need it, and the choice is made at TF import.
-  os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
-  os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
-  from tfx_autostrategy.components import accelerator  # pylint: disable=g-import-not-at-top
-  if cpu_replicas:
-    accelerator.configure_cpu_replicas(cpu_replicas)
-  else:
-    accelerator.configure_cpu_replicas_from_env()
-
-
 def _add_training_options(parser: argparse.ArgumentParser) -> None:
   from tfx_autostrategy.components import settings  # pylint: disable=g-import-not-at-top
   defaults = settings.TrainerSettings()
@@ -109,6 +96,11 @@ def build_parser() -> argparse.ArgumentParser:
   detect.add_argument('--json', action='store_true')
   _add_training_options(detect)
   _add_compile_parser(commands)
+  rehearse = commands.add_parser(
+      'rehearse', help='train, export and serve as a Trainer machine '
+      '(GPU, TPU, several workers) would, on this CPU with stand-ins')
+  from tfx_autostrategy import rehearse as rehearse_lib  # pylint: disable=g-import-not-at-top
+  rehearse_lib.add_arguments(rehearse)
   bench = commands.add_parser(
       'bench', help='benchmark the Trainer, input pipeline, replicas, '
       'Transform and end-to-end runs; writes a JSON report and a table')
@@ -446,14 +438,21 @@ def cmd_bench(args: argparse.Namespace) -> int:
   return suite.run(args)
 
 
+def cmd_rehearse(args: argparse.Namespace) -> int:
+  """`autostrategy rehearse`."""
+  from tfx_autostrategy import rehearse as rehearse_lib  # pylint: disable=g-import-not-at-top
+  return rehearse_lib.run(args)
+
+
 COMMANDS = {'run': cmd_run, 'detect': cmd_detect, 'compile': cmd_compile,
-            'bench': cmd_bench}
+            'rehearse': cmd_rehearse, 'bench': cmd_bench}
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
   """Entry point of the `autostrategy` console script."""
   args = build_parser().parse_args(argv)
-  _prepare_tensorflow_environment(getattr(args, 'cpu_replicas', 0))
+  from tfx_autostrategy import tf_env  # pylint: disable=g-import-not-at-top
+  tf_env.prepare(getattr(args, 'cpu_replicas', 0))
   return COMMANDS[args.command](args)
 
 

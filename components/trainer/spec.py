@@ -15,6 +15,8 @@ STEPS_PER_EXECUTION_KEY = 'steps_per_execution'
 PRECISION_KEY = 'precision'
 HUB_MODEL_PATH_KEY = 'hub_model_path'
 INPUT_CACHE_MB_KEY = 'input_cache_mb'
+JIT_COMPILE_KEY = 'jit_compile'
+BACKUP_EVERY_STEPS_KEY = 'backup_every_steps'
 TEXT_SETTINGS_KEY = 'text_settings'
 
 # Execution parameter name -> TrainerSettings field.
@@ -28,6 +30,8 @@ TRAINER_SETTING_KEYS = {
     PRECISION_KEY: 'precision',
     HUB_MODEL_PATH_KEY: 'hub_model_path',
     INPUT_CACHE_MB_KEY: 'input_cache_mb',
+    JIT_COMPILE_KEY: 'jit_compile',
+    BACKUP_EVERY_STEPS_KEY: 'backup_every_steps',
 }
 
 
@@ -61,6 +65,10 @@ class AutoStrategyTrainerSpec(component_spec.ComponentSpec):
       PRECISION_KEY: component_spec.ExecutionParameter(type=str),
       HUB_MODEL_PATH_KEY: component_spec.ExecutionParameter(type=str),
       INPUT_CACHE_MB_KEY: component_spec.ExecutionParameter(
+          type=int, optional=True),
+      JIT_COMPILE_KEY: component_spec.ExecutionParameter(
+          type=str, optional=True),
+      BACKUP_EVERY_STEPS_KEY: component_spec.ExecutionParameter(
           type=int, optional=True),
       # TextSettings JSON (settings.to_json): the model's input sizes.
       TEXT_SETTINGS_KEY: component_spec.ExecutionParameter(type=str),

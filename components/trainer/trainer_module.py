@@ -19,6 +19,7 @@ from tfx_bsl.public import tfxio
 
 from tfx_autostrategy.components import accelerator
 from tfx_autostrategy.components import models
+from tfx_autostrategy.components import rehearsal
 from tfx_autostrategy.components import settings as settings_lib
 
 # Keys of `fn_args.custom_config` (written by the executor).
@@ -26,8 +27,13 @@ TRAINER_KEY = 'trainer'
 TEXT_KEY = 'text'
 EXAMPLE_COUNTS_KEY = 'example_counts'
 BACKUP_DIR_KEY = 'backup_dir'
+# A `rehearsal.MachineShape` dict: train as that machine would, on stand-ins.
+REHEARSAL_KEY = 'rehearsal'
 
 HISTORY_FILE = 'history.json'
+# The distribution plan the run trained with (and its stand-ins, when it was
+# a rehearsal), beside the history in model_run.
+PLAN_FILE = 'plan.json'
 SERVING_SIGNATURE = 'serving_default'
 TRANSFORM_SIGNATURE = 'transform_features'
 PROBABILITIES = 'probabilities'
@@ -91,6 +97,33 @@ def check_static_shapes(dataset: tf.data.Dataset) -> None:
           f'feature {name!r} has no static shape ({spec}); Transform must '
           'output dense fixed-length tensors and batches must drop the '
           'remainder')
+
+
+def check_tpu_lengths(text_settings: settings_lib.TextSettings) -> None:
+  """Refuses fixed lengths that break the TPU tiling rule.
+
+  Transform has already written ids of these lengths, so the Trainer cannot
+  round them up the way it rounds the batch: the run must be repeated with
+  other text settings.
+
+  Raises:
+    TrainingDataError: a fixed length is not a multiple of
+      `accelerator.TPU_BATCH_MULTIPLE`; the message names the setting and the
+      value to use.
+  """
+  multiple = accelerator.TPU_BATCH_MULTIPLE
+  lengths = [('sequence_length', '--sequence-length',
+              text_settings.sequence_length)]
+  if text_settings.char_ngram_min:
+    lengths.append(('char_ngram_length', '--char-ngram-length',
+                    text_settings.char_ngram_length))
+  for name, flag, value in lengths:
+    if value % multiple:
+      raise TrainingDataError(
+          f'{name} {value} is not a multiple of {multiple}: the TPU tiles '
+          f'fixed feature lengths in multiples of {multiple}, and Transform '
+          f'already wrote ids of length {value}; rerun with {flag} '
+          f'{-(-value // multiple) * multiple}')
 
 
 def shuffle_buffer_for(example_count: Optional[int]) -> int:
@@ -219,13 +252,25 @@ class EpochLog(tf.keras.callbacks.Callback):
   the log shows which epoch a resumed run started from.
   """
 
-  def __init__(self, history_path: str, epochs: int):
+  def __init__(self, history_path: str, epochs: int, write: bool = True):
     super().__init__()
     self._history_path = history_path
     self._epochs = epochs
+    # Only the chief writes: every worker of a cluster gets the same
+    # model_run directory.
+    self._write = write
+    self._first_batch = True
 
   def on_epoch_begin(self, epoch, logs=None):
     logging.info('autostrategy: epoch %d/%d started', epoch + 1, self._epochs)
+    self._first_batch = True
+
+  def on_train_batch_begin(self, batch, logs=None):
+    # A run restored from a mid-epoch backup starts the epoch past step 0.
+    if self._first_batch and batch:
+      logging.info('autostrategy: resumed from the backup at step %d of the '
+                   'epoch', batch)
+    self._first_batch = False
 
   def on_epoch_end(self, epoch, logs=None):
     history = []
@@ -234,10 +279,33 @@ class EpochLog(tf.keras.callbacks.Callback):
         history = json.load(f)
     history.append({'epoch': epoch + 1,
                     **{k: float(v) for k, v in (logs or {}).items()}})
-    with tf.io.gfile.GFile(self._history_path, 'w') as f:
-      json.dump(history, f)
+    if self._write:
+      with tf.io.gfile.GFile(self._history_path, 'w') as f:
+        json.dump(history, f)
     logging.info('autostrategy: epoch %d/%d finished %s', epoch + 1,
                  self._epochs, json.dumps(history[-1], sort_keys=True))
+
+
+def training_callbacks(plan: accelerator.DistributionPlan, backup_dir: str,
+                       model_run_dir: str, epochs: int) -> list:
+  """The callbacks of every Trainer `fit`, in order.
+
+  `BackupAndRestore` saves at epoch ends, or every `plan.backup_every_steps`
+  steps where the plan says so (TPUs). Keras calls batch hooks once per
+  execution of `steps_per_execution` steps, so the interval is counted in
+  executions, rounded up.
+  """
+  save_freq: Any = 'epoch'
+  if plan.backup_every_steps:
+    save_freq = max(1, math.ceil(plan.backup_every_steps /
+                                 plan.steps_per_execution))
+  return [
+      FailOnNonFiniteLoss(),
+      tf.keras.callbacks.BackupAndRestore(backup_dir, save_freq=save_freq),
+      tf.keras.callbacks.TensorBoard(model_run_dir, update_freq='epoch'),
+      EpochLog(os.path.join(model_run_dir, HISTORY_FILE), epochs,
+               write=plan.is_chief),
+  ]
 
 
 def _serving_signatures(model: tf.keras.Model, tf_transform_output,
@@ -337,6 +405,19 @@ def warm_start(model: tf.keras.Model, base_model_dir: str) -> None:
   logging.info('autostrategy: warm-started from %s', base_model_dir)
 
 
+def _write_plan(plan: accelerator.DistributionPlan,
+                stand_ins: Optional[rehearsal.StandInStrategies],
+                model_run_dir: str) -> None:
+  values = plan.to_dict()
+  if stand_ins is not None:
+    values['stand_ins'] = (rehearsal.stand_in_notes(stand_ins.shape)
+                           + stand_ins.notes)
+    values['xla_in_fit'] = plan.jit_compile and stand_ins.xla_in_fit
+  tf.io.gfile.makedirs(model_run_dir)
+  with tf.io.gfile.GFile(os.path.join(model_run_dir, PLAN_FILE), 'w') as f:
+    json.dump(values, f, indent=2, sort_keys=True)
+
+
 # TFX Trainer will call this function.
 def run_fn(fn_args) -> None:
   """Trains with the strategy that fits this machine and exports for serving.
@@ -355,12 +436,25 @@ def run_fn(fn_args) -> None:
   trainer_settings = apply_hyperparameters(
       trainer_settings, getattr(fn_args, 'hyperparameters', None))
   custom_config = fn_args.custom_config or {}
-  strategy, plan, info = accelerator.resolve(
-      trainer_settings.accelerator,
-      trainer_settings.per_replica_batch_size,
+  plan_options = dict(
       precision=trainer_settings.precision,
-      steps_per_execution=trainer_settings.steps_per_execution)
+      steps_per_execution=trainer_settings.steps_per_execution,
+      jit_compile=trainer_settings.jit_compile,
+      backup_every_steps=trainer_settings.backup_every_steps)
+  stand_ins = None
+  if custom_config.get(REHEARSAL_KEY):
+    strategy, plan, info, stand_ins = rehearsal.resolve(
+        rehearsal.MachineShape.from_dict(custom_config[REHEARSAL_KEY]),
+        trainer_settings.per_replica_batch_size, **plan_options)
+  else:
+    strategy, plan, info = accelerator.resolve(
+        trainer_settings.accelerator,
+        trainer_settings.per_replica_batch_size, **plan_options)
   logging.info('autostrategy: %s', json.dumps(plan.to_dict(), sort_keys=True))
+  if plan.is_chief:
+    _write_plan(plan, stand_ins, fn_args.model_run_dir)
+  if plan.accelerator == 'tpu':
+    check_tpu_lengths(text_settings)
 
   example_counts = custom_config.get(EXAMPLE_COUNTS_KEY, {})
   epochs = trainer_settings.epochs
@@ -389,25 +483,41 @@ def run_fn(fn_args) -> None:
                                shuffle=False, cache=cached['eval'])
   check_static_shapes(train_dataset)
 
+  # A stand-in over several logical CPUs cannot run XLA across them: the
+  # replicated fit runs without it and XLA compiles the step on one device.
+  xla_in_fit = plan.jit_compile and (stand_ins is None or stand_ins.xla_in_fit)
+
+  def build_and_compile(jit_compile: bool) -> tf.keras.Model:
+    model = models.build(text_settings, trainer_settings)
+    if fn_args.base_model:
+      warm_start(model, fn_args.base_model)
+    models.compile_model(model, trainer_settings, plan.steps_per_execution,
+                         decay_steps=steps_per_epoch * epochs,
+                         jit_compile=jit_compile)
+    return model
+
   accelerator.apply_precision(plan.precision)
   try:
+    if plan.jit_compile and not xla_in_fit:
+      rehearsal.check_xla_train_step(
+          build_and_compile,
+          input_dataset(fn_args.train_files, fn_args.data_accessor,
+                        tf_transform_output, plan.per_replica_batch_size,
+                        shuffle=False),
+          plan.steps_per_execution)
+      logging.info('autostrategy: the train step compiled with XLA and ran '
+                   '%d step(s) on one device at the per-replica batch',
+                   plan.steps_per_execution)
     # Only model construction and compile belong inside the scope.
     with strategy.scope():
-      model = models.build(text_settings, trainer_settings)
-      if fn_args.base_model:
-        warm_start(model, fn_args.base_model)
-      models.compile_model(model, trainer_settings, plan.steps_per_execution,
-                           decay_steps=steps_per_epoch * epochs)
+      model = build_and_compile(xla_in_fit)
 
     backup_dir = custom_config.get(BACKUP_DIR_KEY) or os.path.join(
         fn_args.model_run_dir, 'backup')
-    callbacks = [
-        FailOnNonFiniteLoss(),
-        tf.keras.callbacks.BackupAndRestore(backup_dir),
-        tf.keras.callbacks.TensorBoard(fn_args.model_run_dir,
-                                       update_freq='epoch'),
-        EpochLog(os.path.join(fn_args.model_run_dir, HISTORY_FILE), epochs),
-    ]
+    callbacks = training_callbacks(plan, backup_dir, fn_args.model_run_dir,
+                                   epochs)
+    if stand_ins is not None:
+      stand_ins.check_callbacks(callbacks)
     model.fit(train_dataset, epochs=epochs, steps_per_epoch=steps_per_epoch,
               validation_data=eval_dataset, validation_steps=eval_steps,
               callbacks=callbacks, verbose=2)
