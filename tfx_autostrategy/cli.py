@@ -36,6 +36,15 @@ def _add_training_options(parser: argparse.ArgumentParser) -> None:
                       help="mixed precision policy ('' = device default)")
   parser.add_argument('--steps-per-execution', type=int, default=0,
                       help='0 = device default')
+  parser.add_argument('--jit-compile', choices=settings.JIT_COMPILE_CHOICES,
+                      default=defaults.jit_compile,
+                      help='XLA-compile the train step (auto: on for TPUs '
+                      'and GPUs, off on CPU; TPUs refuse off)')
+  parser.add_argument('--backup-every-steps', type=int,
+                      default=defaults.backup_every_steps,
+                      help='BackupAndRestore also saves every N steps (-1: '
+                      'device default, 256 on TPU, which gets no preemption '
+                      'notice; 0: only at epoch ends)')
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -63,6 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="column to slice metrics by ('' for none)")
   run.add_argument('--sequence-length', type=int,
                    default=text_defaults.sequence_length)
+  run.add_argument('--char-ngram-length', type=int,
+                   default=text_defaults.char_ngram_length,
+                   help='character n-gram ids per example after padding')
   run.add_argument('--vocab-size', type=int, default=text_defaults.vocab_size)
   run.add_argument('--sentencepiece-model', default='',
                    help='SentencePiece model file: tokenise with it instead '
@@ -267,6 +279,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         text_column=args.text_column, label_column=args.label_column,
         id_column=args.id_column, slice_column=args.slice_column,
         sequence_length=args.sequence_length, vocab_size=args.vocab_size,
+        char_ngram_length=args.char_ngram_length,
         tokenizer='sentencepiece' if args.sentencepiece_model else 'words',
         sentencepiece_model=os.path.abspath(args.sentencepiece_model)
         if args.sentencepiece_model else '')
@@ -275,7 +288,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         per_replica_batch_size=args.per_replica_batch_size,
         learning_rate=args.learning_rate, accelerator=args.accelerator,
         steps_per_execution=args.steps_per_execution,
-        precision=args.precision,
+        precision=args.precision, jit_compile=args.jit_compile,
+        backup_every_steps=args.backup_every_steps,
         input_cache_mb=args.input_cache_mb,
         hub_model_path=os.path.abspath(args.hub_model_path)
         if args.hub_model_path else '')
@@ -388,8 +402,10 @@ def cmd_detect(args: argparse.Namespace) -> int:
     _, plan, _ = accelerator.resolve(
         args.accelerator, args.per_replica_batch_size,
         precision=args.precision,
-        steps_per_execution=args.steps_per_execution)
-  except accelerator.AcceleratorNotFoundError as error:
+        steps_per_execution=args.steps_per_execution,
+        jit_compile=args.jit_compile,
+        backup_every_steps=args.backup_every_steps)
+  except (accelerator.AcceleratorNotFoundError, ValueError) as error:
     print(f'error: {error}', file=sys.stderr)
     return EXIT_BAD_INPUT
   if args.json:

@@ -183,10 +183,18 @@ def test_tpu_branch_with_injected_fakes(caplog):
   assert info.kind == 'tpu' and "TPU_NAME='my-tpu'" in info.reason
   assert strategy.name == 'TPUStrategy'
   assert strategy.kwargs == {'tpu_cluster_resolver': info.tpu_resolver}
-  assert plan.num_replicas == 8 and plan.global_batch_size == 96
+  # The tiling rule: 12 per core is rounded up to 16, and the plan says why.
+  assert plan.num_replicas == 8 and plan.per_replica_batch_size == 16
+  assert plan.global_batch_size == 128
+  assert plan.adjustments == (
+      "per-replica batch 12 rounded up to 16: the TPU tiles each core's "
+      'batch in multiples of 8 (128 per core is ideal)',)
+  assert plan.to_dict()['adjustments'] == list(plan.adjustments)
   assert plan.precision == 'mixed_bfloat16'
   assert plan.steps_per_execution == accelerator.TPU_STEPS_PER_EXECUTION
-  assert any('per-replica batch size 12 is not a multiple of 8' in r.message
+  assert plan.jit_compile is True
+  assert plan.backup_every_steps == accelerator.TPU_BACKUP_EVERY_STEPS
+  assert any('per-replica batch 12 rounded up to 16' in r.message
              for r in caplog.records if r.levelno == logging.WARNING)
 
   # A second strategy in the same process must not re-initialise the TPU.
@@ -199,8 +207,11 @@ def test_tpu_branch_with_injected_fakes(caplog):
   with caplog.at_level(logging.WARNING):
     plan = accelerator.plan_for(info, strategy, 16, precision='float32',
                                 steps_per_execution=64)
-  assert not [r for r in caplog.records if 'multiple of 8' in r.message]
+  assert not [r for r in caplog.records if 'rounded up' in r.message]
   assert (plan.precision, plan.steps_per_execution) == ('float32', 64)
+  assert plan.adjustments == ()
+  with pytest.raises(ValueError, match='jit_compile=off is impossible on TPU'):
+    accelerator.plan_for(info, strategy, 16, jit_compile='off')
 
 
 @pytest.mark.parametrize('environ, device_node, expected_call', [
@@ -273,9 +284,10 @@ def test_cpu_override_skips_tpu_and_gpus():
   assert info.kind == 'cpu' and not recorder.resolver_calls
   strategy = accelerator.strategy_for(
       info, strategy_factory=recorder.strategy_factory)
-  # The default strategy would place ops on the GPUs.
-  assert (strategy.name, strategy.kwargs) == ('OneDeviceStrategy',
-                                              {'device': '/cpu:0'})
+  # The default strategy would place ops on the GPUs; MirroredStrategy over
+  # the CPU, not OneDeviceStrategy, which BackupAndRestore refuses.
+  assert (strategy.name, strategy.kwargs) == ('MirroredStrategy',
+                                              {'devices': ['/device:CPU:0']})
 
 
 def test_gpu_strategies_with_injected_devices():
@@ -296,8 +308,8 @@ def test_gpu_strategies_with_injected_devices():
                                                  '/device:GPU:0'])
   strategy = accelerator.strategy_for(
       one, strategy_factory=recorder.strategy_factory)
-  assert (strategy.name, strategy.kwargs) == ('OneDeviceStrategy',
-                                              {'device': '/gpu:0'})
+  assert (strategy.name, strategy.kwargs) == ('MirroredStrategy',
+                                              {'devices': ['/device:GPU:0']})
 
 
 def gpu_info(capability):
@@ -426,3 +438,66 @@ def test_only_the_chief_keeps_its_export(tmp_path):
   with pytest.raises(ValueError, match='refusing to delete'):
     accelerator.cleanup(serving_dir)
   assert os.path.isdir(serving_dir)
+
+
+class FlakyTPU:
+  """A TPU node that refuses connections for its first `failures` attempts."""
+
+  def __init__(self, failures, master='grpc://10.0.0.9:8470'):
+    self.failures = failures
+    self.attempts = 0
+    self.now = 0.0
+    self.sleeps = []
+    self.resolver = FakeResolver(master)
+
+  def initializer(self, resolver):
+    self.attempts += 1
+    if self.attempts <= self.failures:
+      raise ConnectionError('connection refused')
+
+  def sleep(self, seconds):
+    self.sleeps.append(seconds)
+    self.now += seconds
+
+
+def test_unreachable_tpu_is_retried_until_it_answers(caplog):
+  tpu = FlakyTPU(failures=3)
+  with caplog.at_level(logging.WARNING):
+    accelerator.initialize_tpu(tpu.resolver, initializer=tpu.initializer,
+                               wait_seconds=120, interval_seconds=15,
+                               sleep=tpu.sleep, clock=lambda: tpu.now)
+  assert tpu.attempts == 4 and tpu.sleeps == [15, 15, 15]
+  retries = [r.getMessage() for r in caplog.records
+             if 'not reachable yet' in r.getMessage()]
+  assert len(retries) == 3
+  assert retries[0].startswith("TPU 'grpc://10.0.0.9:8470' not reachable yet "
+                               '(ConnectionError: connection refused)')
+  # Initialised once per process: a second call does not connect again.
+  accelerator.initialize_tpu(tpu.resolver, initializer=tpu.initializer,
+                             sleep=tpu.sleep, clock=lambda: tpu.now)
+  assert tpu.attempts == 4
+
+
+def test_tpu_that_never_answers_gives_up_naming_it():
+  tpu = FlakyTPU(failures=10**6, master='grpc://10.0.0.10:8470')
+  with pytest.raises(accelerator.TPUUnreachableError) as raised:
+    accelerator.initialize_tpu(tpu.resolver, initializer=tpu.initializer,
+                               wait_seconds=60, interval_seconds=15,
+                               sleep=tpu.sleep, clock=lambda: tpu.now)
+  # Attempts at 0, 15, 30 and 45 s; the next would pass the 60 s limit.
+  assert tpu.attempts == 4 and sum(tpu.sleeps) == 45
+  assert str(raised.value) == (
+      "TPU 'grpc://10.0.0.10:8470' did not become reachable: waited 45 s "
+      'over 4 attempt(s) to connect to it and initialise the TPU system '
+      '(limit 60 s); last error: ConnectionError: connection refused. Check '
+      "that the TPU node exists, is READY, and is in the job's network and "
+      'zone.')
+
+
+def test_tpu_errors_other_than_unreachable_are_not_retried():
+  def broken(resolver):
+    raise ValueError('bad topology')
+  with pytest.raises(ValueError, match='bad topology'):
+    accelerator.initialize_tpu(FakeResolver('grpc://10.0.0.11:8470'),
+                               initializer=broken, sleep=pytest.fail,
+                               clock=lambda: 0.0)

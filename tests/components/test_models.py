@@ -8,6 +8,8 @@ import textwrap
 
 import pytest
 
+import tiny_encoder
+
 SCRIPT = textwrap.dedent("""
     import json, os, sys
     os.environ['TF_USE_LEGACY_KERAS'] = '1'
@@ -70,28 +72,6 @@ SCRIPT = textwrap.dedent("""
     }))
 """)
 
-TINY_ENCODER = textwrap.dedent("""
-    import os, sys
-    os.environ['TF_USE_LEGACY_KERAS'] = '1'
-    import tensorflow as tf
-
-    class Encoder(tf.Module):
-      def __init__(self):
-        self.embedding = tf.Variable(tf.random.normal([64, 8], seed=0))
-      @tf.function(input_signature=[{
-          'input_word_ids': tf.TensorSpec([None, None], tf.int32),
-          'input_mask': tf.TensorSpec([None, None], tf.int32),
-          'input_type_ids': tf.TensorSpec([None, None], tf.int32)}])
-      def __call__(self, inputs):
-        ids = tf.math.floormod(inputs['input_word_ids'], 64)
-        vectors = tf.gather(self.embedding, ids)
-        mask = tf.cast(inputs['input_mask'], tf.float32)[..., None]
-        pooled = tf.reduce_sum(vectors * mask, 1) / tf.maximum(
-            tf.reduce_sum(mask, 1), 1.0)
-        return {'pooled_output': pooled, 'sequence_output': vectors}
-
-    tf.saved_model.save(Encoder(), sys.argv[1])
-""")
 
 
 def _train(tmp_path, name, hub_path='', precision=''):
@@ -119,9 +99,7 @@ def test_model_trains_under_four_replica_mirrored_strategy(name, tmp_path):
 
 @pytest.mark.slow
 def test_hub_encoder_from_a_local_saved_model(tmp_path):
-  encoder_dir = str(tmp_path / 'encoder')
-  subprocess.run([sys.executable, '-c', TINY_ENCODER, encoder_dir], check=True,
-                 timeout=300)
+  encoder_dir = tiny_encoder.save(str(tmp_path / 'encoder'))
   result = _train(tmp_path, 'hub', encoder_dir)
   assert result['replicas'] == 4
   # The encoder's embedding is fine-tuned with the output layer (kernel, bias).
