@@ -143,6 +143,9 @@ class StandInStrategies:
           f'{self.shape.workers} Vertex AI machines -> {self.shape.workers} '
           'local processes with the CLUSTER_SPEC Vertex AI writes, on '
           'localhost ports')
+      # XLA cannot compile the cross-worker collectives for CPU devices
+      # (no CollectiveGatherV2 kernel for XLA_CPU_JIT); on GPUs it can.
+      self.xla_in_fit = False
       return tf.distribute.MultiWorkerMirroredStrategy(
           cluster_resolver=resolver,
           communication_options=kwargs.get('communication_options'))
@@ -233,8 +236,11 @@ def resolve(shape: MachineShape, per_replica_batch_size: int, *,
           shape.accelerators_per_worker),
       dev_dir='/nonexistent')
   if info.kind == 'gpu':
-    info = dataclasses.replace(info,
-                               compute_capability=shape.compute_capability)
+    info = dataclasses.replace(
+        info, compute_capability=shape.compute_capability,
+        reason=info.reason.replace(
+            'compute capability None',
+            f'compute capability {shape.compute_capability}'))
   strategy = accelerator.strategy_for(
       info, tpu_initializer=lambda resolver: None,
       strategy_factory=stand_ins)

@@ -267,9 +267,12 @@ class EpochLog(tf.keras.callbacks.Callback):
 
   def on_train_batch_begin(self, batch, logs=None):
     # A run restored from a mid-epoch backup starts the epoch past step 0.
+    # The optimizer's step count is the work kept; Keras's batch index
+    # restarts one execution early when steps_per_execution > 1.
     if self._first_batch and batch:
-      logging.info('autostrategy: resumed from the backup at step %d of the '
-                   'epoch', batch)
+      logging.info('autostrategy: resumed from the backup at optimizer step '
+                   '%d (batch index %d of the epoch)',
+                   int(self.model.optimizer.iterations.numpy()), batch)
     self._first_batch = False
 
   def on_epoch_end(self, epoch, logs=None):
@@ -413,6 +416,11 @@ def _write_plan(plan: accelerator.DistributionPlan,
     values['stand_ins'] = (rehearsal.stand_in_notes(stand_ins.shape)
                            + stand_ins.notes)
     values['xla_in_fit'] = plan.jit_compile and stand_ins.xla_in_fit
+    if plan.jit_compile and not stand_ins.xla_in_fit:
+      values['stand_ins'].append(
+          'XLA: the train step compiles and runs with XLA on one CPU device '
+          'at the per-replica batch; the replicated fit runs without XLA, '
+          'which cannot span logical CPU devices or workers')
   tf.io.gfile.makedirs(model_run_dir)
   with tf.io.gfile.GFile(os.path.join(model_run_dir, PLAN_FILE), 'w') as f:
     json.dump(values, f, indent=2, sort_keys=True)

@@ -484,11 +484,11 @@ def test_tpu_that_never_answers_gives_up_naming_it():
     accelerator.initialize_tpu(tpu.resolver, initializer=tpu.initializer,
                                wait_seconds=60, interval_seconds=15,
                                sleep=tpu.sleep, clock=lambda: tpu.now)
-  # Attempts at 0, 15, 30 and 45 s; the next would pass the 60 s limit.
-  assert tpu.attempts == 4 and sum(tpu.sleeps) == 45
+  # Attempts at 0, 15, 30, 45 and 60 s; the next would pass the 60 s limit.
+  assert tpu.attempts == 5 and sum(tpu.sleeps) == 60
   assert str(raised.value) == (
-      "TPU 'grpc://10.0.0.10:8470' did not become reachable: waited 45 s "
-      'over 4 attempt(s) to connect to it and initialise the TPU system '
+      "TPU 'grpc://10.0.0.10:8470' did not become reachable: waited 60 s "
+      'over 5 attempt(s) to connect to it and initialise the TPU system '
       '(limit 60 s); last error: ConnectionError: connection refused. Check '
       "that the TPU node exists, is READY, and is in the job's network and "
       'zone.')

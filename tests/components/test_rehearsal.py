@@ -126,7 +126,7 @@ XLA_STEP = PRELUDE + textwrap.dedent("""
     # A TPU plan: what the Trainer compiles on a v3-8, one core's share.
     info = accelerator.AcceleratorInfo(
         kind='tpu', devices=('/device:CPU:0',), num_workers=1, is_chief=True,
-        task_type=None, task_id=None, reason='test')
+        task_type=None, task_id=None, reason='test', compute_capability=None)
     plan = accelerator.plan_for(info, tf.distribute.get_strategy(), 8)
     accelerator.apply_precision(plan.precision)
     results = {}

@@ -60,7 +60,8 @@ def exec_properties(**trainer_overrides):
 
 
 def run_executor(upstream, tmp_path, properties, pause_after_epoch=0,
-                 statistics=True, wait=True, base_model=''):
+                 statistics=True, wait=True, base_model='', pause_after_step=0,
+                 env=None):
   spec = {
       **upstream,
       'base_model': base_model,
@@ -74,11 +75,14 @@ def run_executor(upstream, tmp_path, properties, pause_after_epoch=0,
   command = [sys.executable, SCRIPT, str(spec_path)]
   if pause_after_epoch:
     command += ['--pause-after-epoch', str(pause_after_epoch)]
+  if pause_after_step:
+    command += ['--pause-after-step', str(pause_after_step)]
+  env = {**os.environ, **(env or {})}
   if not wait:
     return subprocess.Popen(command, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True), spec
+                            stderr=subprocess.STDOUT, text=True, env=env), spec
   proc = subprocess.run(command, capture_output=True, text=True, timeout=600,
-                        check=False)
+                        check=False, env=env)
   return proc, spec
 
 
@@ -210,6 +214,64 @@ def test_killed_trainer_resumes_from_the_last_finished_epoch(upstream, tmp_path)
   assert serve(os.path.join(spec['model'], 'Format-Serving'))['shape'] == [3]
 
 
+def read_until_paused(proc, seconds=420):
+  """The executor's output up to its PAUSED line; then kills it (SIGKILL)."""
+  output = []
+  deadline = time.monotonic() + seconds
+  try:
+    for line in proc.stdout:
+      output.append(line)
+      if line.startswith('PAUSED'):
+        break
+      assert time.monotonic() < deadline, ''.join(output[-50:])
+  finally:
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+  return ''.join(output)
+
+
+def test_killed_tpu_trainer_loses_at_most_the_steps_since_its_step_backup(
+    upstream, tmp_path):
+  # A TPU gets no preemption notice, so its plan backs up every N steps. The
+  # TPU runtime and its device discovery are the rehearsal stand-ins (two
+  # logical CPU devices for two cores); the TPU plan, BackupAndRestore, the
+  # kill and the resume are real. Backups every 4 steps at 2 steps per
+  # execution: saved after steps 4 and 8; killed right after step 8.
+  shape = {'name': 'tpu-v3-8', 'kind': 'tpu', 'accelerators_per_worker': 2,
+           'workers': 1, 'tpu_type': 'v3-8'}
+  properties = exec_properties(epochs=1, per_replica_batch_size=8,
+                               accelerator='tpu', steps_per_execution=2,
+                               backup_every_steps=4)
+  properties['train_args'] = json.dumps({'num_steps': 16})
+  properties['eval_args'] = json.dumps({'num_steps': 2})
+  properties['custom_config'] = json.dumps(
+      {trainer_module.REHEARSAL_KEY: shape})
+  env = {'AUTOSTRATEGY_CPU_REPLICAS': '2'}
+  proc, spec = run_executor(upstream, tmp_path, properties,
+                            pause_after_step=8, wait=False, env=env)
+  first = read_until_paused(proc)
+  assert 'PAUSED at step 8' in first, first[-3000:]
+  plan = json.load(open(os.path.join(spec['model_run'],
+                                     trainer_module.PLAN_FILE)))
+  assert (plan['strategy'], plan['num_replicas'], plan['global_batch_size'],
+          plan['steps_per_execution'], plan['backup_every_steps'],
+          plan['precision']) == ('TPUStrategy', 2, 16, 2, 4, 'mixed_bfloat16')
+  assert not os.path.exists(os.path.join(spec['model'], 'Format-Serving'))
+
+  rerun, _ = run_executor(upstream, tmp_path, properties, env=env)
+  assert rerun.returncode == 0, rerun.stderr[-3000:]
+  log = rerun.stdout + rerun.stderr
+  progress = [line for line in log.splitlines()
+              if 'autostrategy: ' in line and 'autostrategy: {' not in line]
+  # Nothing after the step-8 backup was kept, nothing before it was lost.
+  assert ('INFO autostrategy: resumed from the backup at optimizer step 8 '
+          '(batch index 7 of the epoch)' in progress), progress
+  history = json.load(open(os.path.join(spec['model_run'],
+                                        trainer_module.HISTORY_FILE)))
+  assert [h['epoch'] for h in history] == [1]
+  assert serve(os.path.join(spec['model'], 'Format-Serving'))['shape'] == [3]
+
+
 def test_too_little_data_names_the_split_count_and_batch(upstream, tmp_path):
   proc, _ = run_executor(upstream, tmp_path,
                          exec_properties(per_replica_batch_size=100000))
@@ -228,6 +290,23 @@ def test_steps_for_split():
   with pytest.raises(trainer_module.TrainingDataError,
                      match="no example count"):
     trainer_module.steps_for_split('train', None, {}, 32)
+
+
+def test_tpu_refuses_fixed_lengths_off_the_tiling_rule():
+  trainer_module.check_tpu_lengths(settings_lib.TextSettings(
+      sequence_length=64, char_ngram_length=512))
+  with pytest.raises(trainer_module.TrainingDataError) as raised:
+    trainer_module.check_tpu_lengths(settings_lib.TextSettings(
+        sequence_length=64, char_ngram_length=500))
+  assert str(raised.value) == (
+      'char_ngram_length 500 is not a multiple of 8: the TPU tiles fixed '
+      'feature lengths in multiples of 8, and Transform already wrote ids of '
+      'length 500; rerun with --char-ngram-length 504')
+  # Without character n-grams only the word ids count.
+  with pytest.raises(trainer_module.TrainingDataError, match=(
+      'sequence_length 60 is not a multiple of 8.*--sequence-length 64')):
+    trainer_module.check_tpu_lengths(settings_lib.TextSettings(
+        sequence_length=60, char_ngram_min=0, char_ngram_length=500))
 
 
 def test_check_static_shapes_names_the_dynamic_feature():

@@ -1,10 +1,13 @@
 """Runs AutoStrategyTrainer's executor `Do()` in its own process.
 
 Usage: python trainer_executor_script.py SPEC_JSON [--pause-after-epoch N]
+                                                    [--pause-after-step N]
 
 SPEC_JSON names the input artifact directories, the output directories and the
 execution properties. `--pause-after-epoch` sleeps after that epoch is logged
-(and backed up), giving a test a window to kill the process mid-training.
+(and backed up), `--pause-after-step` after the first execution that reaches
+that optimizer step (and its callbacks, the step backup included, have run),
+giving a test a window to kill the process mid-training.
 """
 
 import argparse
@@ -13,7 +16,11 @@ import logging
 import os
 import time
 
-os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
+from tfx_autostrategy import tf_env  # pylint: disable=g-import-not-at-top
+
+# The Keras flavour, and the logical CPU devices of AUTOSTRATEGY_CPU_REPLICAS,
+# as every entry point sets them before TensorFlow loads.
+tf_env.prepare()
 
 from tfx.types import artifact_utils  # pylint: disable=g-import-not-at-top
 from tfx.types import standard_artifacts
@@ -33,6 +40,7 @@ def main():
   parser = argparse.ArgumentParser()
   parser.add_argument('spec')
   parser.add_argument('--pause-after-epoch', type=int, default=0)
+  parser.add_argument('--pause-after-step', type=int, default=0)
   args = parser.parse_args()
   logging.basicConfig(level=logging.INFO, format='%(levelname)s %(message)s',
                       force=True)
@@ -53,6 +61,20 @@ def main():
         time.sleep(600)
 
     callback_list.on_epoch_end = pausing_on_epoch_end
+
+  if args.pause_after_step:
+    import tensorflow as tf  # pylint: disable=g-import-not-at-top
+    callback_list = type(tf.keras.callbacks.CallbackList([]))
+    original_batch_end = callback_list.on_train_batch_end
+
+    def pausing_on_train_batch_end(self, batch, logs=None):
+      original_batch_end(self, batch, logs)
+      step = int(self.model.optimizer.iterations.numpy())
+      if step >= args.pause_after_step:
+        print(f'PAUSED at step {step}', flush=True)
+        time.sleep(600)
+
+    callback_list.on_train_batch_end = pausing_on_train_batch_end
 
   splits = ['train', 'eval']
   input_dict = {

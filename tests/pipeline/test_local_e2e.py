@@ -108,6 +108,20 @@ def test_detect_reports_the_plan_as_json():
   assert 'tpu' in missing.stderr.lower().splitlines()[-1]
 
 
+def test_detect_takes_the_xla_and_backup_settings():
+  proc = run_cli('detect', '--json', '--jit-compile', 'on',
+                 '--backup-every-steps', '50', timeout=300)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  plan = json.loads(proc.stdout.strip().splitlines()[-1])
+  assert (plan['accelerator'], plan['jit_compile'],
+          plan['backup_every_steps']) == ('cpu', True, 50)
+  bad = run_cli('detect', '--backup-every-steps', '-5', timeout=300)
+  assert bad.returncode == 2
+  assert bad.stderr.strip().splitlines()[-1] == (
+      'error: backup_every_steps must be >= 0 (or -1 for the device '
+      'default), got -5')
+
+
 def test_mlmd_records_one_complete_execution_per_component(pipeline_run,
                                                           pipeline_data):
   _, _, output = pipeline_run
