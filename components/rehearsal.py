@@ -149,9 +149,6 @@ class StandInStrategies:
       return tf.distribute.MultiWorkerMirroredStrategy(
           cluster_resolver=resolver,
           communication_options=kwargs.get('communication_options'))
-    if name == 'OneDeviceStrategy':
-      device = kwargs['device'].lower().replace('gpu', 'cpu')
-      return tf.distribute.OneDeviceStrategy(device)
     return tf.distribute.get_strategy()
 
   def check_callbacks(self, callbacks: Sequence[Any]) -> None:
