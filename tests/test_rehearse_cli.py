@@ -107,9 +107,12 @@ def test_every_row_trains_exports_and_serves(rehearse_output, row):
     assert ('2 Vertex AI machines -> 2 local processes with the CLUSTER_SPEC '
             'Vertex AI writes, on localhost ports') in summary['stand_ins']
     run_dir = os.path.dirname(os.path.dirname(summary['exported_model']))
-    results = [json.load(open(os.path.join(run_dir, f'result-{i}.json')))
-               for i in range(2)]
-    assert [r['plan']['is_chief'] for r in results] == [True, False]
+    # Each process joined the cluster in its own role and finished.
+    for index, role in enumerate(('chief:0', 'worker:0')):
+      log = open(os.path.join(run_dir, f'worker-{index}.log')).read()
+      assert 'Joining the 2-worker cluster' in log and f' as {role};' in log
+      result = json.load(open(os.path.join(run_dir, f'result-{index}.json')))
+      assert 'error' not in result
 
 
 @pytest.mark.parametrize('args, message', [
