@@ -184,36 +184,6 @@ def _stats_artifact(uri):
   return artifact
 
 
-def test_killed_trainer_resumes_from_the_last_finished_epoch(upstream, tmp_path):
-  properties = exec_properties(epochs=2)
-  proc, spec = run_executor(upstream, tmp_path, properties,
-                            pause_after_epoch=1, wait=False)
-  output = []
-  deadline = time.monotonic() + 420
-  try:
-    for line in proc.stdout:
-      output.append(line)
-      if line.startswith('PAUSED'):
-        break
-      assert time.monotonic() < deadline, ''.join(output[-50:])
-  finally:
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-  first = ''.join(output)
-  assert 'autostrategy: epoch 1/2 finished' in first, first[-3000:]
-  assert 'epoch 2/2 started' not in first
-
-  rerun, _ = run_executor(upstream, tmp_path, properties)
-  assert rerun.returncode == 0, rerun.stderr[-3000:]
-  log = rerun.stdout + rerun.stderr
-  started = re.findall(r'autostrategy: epoch (\d)/2 started', log)
-  assert started == ['2'], log[-3000:]
-  history = json.load(open(os.path.join(spec['model_run'],
-                                        trainer_module.HISTORY_FILE)))
-  assert [h['epoch'] for h in history] == [1, 2]
-  assert serve(os.path.join(spec['model'], 'Format-Serving'))['shape'] == [3]
-
-
 def read_until_paused(proc, seconds=420):
   """The executor's output up to its PAUSED line; then kills it (SIGKILL)."""
   output = []
@@ -228,6 +198,25 @@ def read_until_paused(proc, seconds=420):
     proc.send_signal(signal.SIGKILL)
     proc.wait()
   return ''.join(output)
+
+
+def test_killed_trainer_resumes_from_the_last_finished_epoch(upstream, tmp_path):
+  properties = exec_properties(epochs=2)
+  proc, spec = run_executor(upstream, tmp_path, properties,
+                            pause_after_epoch=1, wait=False)
+  first = read_until_paused(proc)
+  assert 'autostrategy: epoch 1/2 finished' in first, first[-3000:]
+  assert 'epoch 2/2 started' not in first
+
+  rerun, _ = run_executor(upstream, tmp_path, properties)
+  assert rerun.returncode == 0, rerun.stderr[-3000:]
+  log = rerun.stdout + rerun.stderr
+  started = re.findall(r'autostrategy: epoch (\d)/2 started', log)
+  assert started == ['2'], log[-3000:]
+  history = json.load(open(os.path.join(spec['model_run'],
+                                        trainer_module.HISTORY_FILE)))
+  assert [h['epoch'] for h in history] == [1, 2]
+  assert serve(os.path.join(spec['model'], 'Format-Serving'))['shape'] == [3]
 
 
 def test_killed_tpu_trainer_loses_at_most_the_steps_since_its_step_backup(
