@@ -45,6 +45,9 @@ class PipelineConfig:
     train_steps: total training steps; 0 derives them from statistics.
     eval_steps: evaluation steps; 0 derives them from statistics.
     auc_threshold: Evaluator blesses the model at or above this AUC.
+    min_auc_gain: the candidate's AUC minus the serving (latest blessed)
+      model's must be at least this; 0 means not worse, negative allows a
+      bounded regression. Ignored on the first run (no blessed model).
     slice_by_lang: add per-language slices to evaluation (needs `slice_column`).
     allow_anomalies: let the run go on despite ExampleValidator anomalies.
     beam_pipeline_args: Beam options for the Beam-based components.
@@ -70,6 +73,7 @@ class PipelineConfig:
   train_steps: int = 0
   eval_steps: int = 0
   auc_threshold: float = 0.6
+  min_auc_gain: float = 0.0
   slice_by_lang: bool = True
   allow_anomalies: bool = False
   beam_pipeline_args: Tuple[str, ...] = ()
@@ -85,3 +89,5 @@ class PipelineConfig:
     validate_pipeline_name(self.pipeline_name)
     if not 0.0 <= self.auc_threshold <= 1.0:
       raise ValueError(f'auc_threshold must be in [0, 1], got {self.auc_threshold}')
+    if not -1.0 <= self.min_auc_gain <= 1.0:
+      raise ValueError(f'min_auc_gain must be in [-1, 1], got {self.min_auc_gain}')

@@ -173,6 +173,9 @@ class RunResult:
   components: List[ComponentRun]
   model_dir: Optional[str]
   output_dir: str
+  # The serving (latest blessed) model's overall metrics on the same eval
+  # split; None on the first run, when there is no baseline.
+  baseline_metrics: Optional[Dict[str, Optional[float]]] = None
 
   def to_dict(self) -> Dict[str, Any]:
     return dataclasses.asdict(self)
@@ -217,13 +220,16 @@ def run_pipeline(config: config_lib.PipelineConfig,
   return read_result(config)
 
 
-def _metrics_from(evaluation_uri: str):
+def _metrics_from(evaluation_uri: str, model_name: Optional[str] = None):
   import tensorflow_model_analysis as tfma  # pylint: disable=g-import-not-at-top
-  result = tfma.load_eval_result(evaluation_uri)
+  result = tfma.load_eval_result(evaluation_uri, model_name=model_name)
   overall, slices = {}, {}
   for slice_key, metrics in result.slicing_metrics:
     values = {}
     for name, value in metrics.get('', {}).get('', {}).items():
+      # Candidate-minus-baseline diffs are not the candidate's own metrics.
+      if name.endswith('_diff'):
+        continue
       if 'doubleValue' in value:
         number = float(value['doubleValue'])
         # Undefined metrics (precision with no positive prediction) are NaN,
@@ -275,7 +281,9 @@ def read_result(config: config_lib.PipelineConfig) -> RunResult:
   blessing = artifact_of(pipeline_lib.EVALUATOR, 'ModelBlessing')
   blessed = bool(blessing and blessing.custom_properties['blessed'].int_value)
   evaluation = artifact_of(pipeline_lib.EVALUATOR, 'ModelEvaluation')
-  metrics, slices = _metrics_from(evaluation.uri) if evaluation else ({}, {})
+  metrics, slices, baseline_metrics = {}, {}, None
+  if evaluation:
+    metrics, slices, baseline_metrics = _candidate_and_baseline(evaluation.uri)
   pushed = artifact_of(pipeline_lib.PUSHER, 'PushedModel')
   pushed_model = None
   if pushed and pushed.custom_properties['pushed'].int_value:
@@ -288,7 +296,26 @@ def read_result(config: config_lib.PipelineConfig) -> RunResult:
       slices=slices,
       components=components,
       model_dir=os.path.join(model.uri, 'Format-Serving') if model else None,
-      output_dir=os.path.dirname(config.pipeline_root))
+      output_dir=os.path.dirname(config.pipeline_root),
+      baseline_metrics=baseline_metrics)
+
+
+def _candidate_and_baseline(evaluation_uri: str):
+  """Candidate metrics and slices, and the baseline's overall metrics.
+
+  With a baseline the Evaluator names the two models 'candidate' and
+  'baseline' (TFMA's defaults); without one there is a single unnamed model.
+  """
+  try:
+    metrics, slices = _metrics_from(evaluation_uri, 'candidate')
+    baseline, _ = _metrics_from(evaluation_uri, 'baseline')
+  except Exception:  # pylint: disable=broad-except
+    metrics, slices = {}, {}
+    baseline = None
+  if not metrics:
+    metrics, slices = _metrics_from(evaluation_uri)
+    baseline = None
+  return metrics, slices, baseline or None
 
 
 def write_summary(result: Optional[RunResult], path: str,

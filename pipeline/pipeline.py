@@ -27,9 +27,11 @@ ANOMALIES_GATE = 'AnomaliesGate'
 TRANSFORM = 'Transform'
 TRAINER = 'AutoStrategyTrainer'
 EVALUATOR = 'Evaluator'
+BASELINE_RESOLVER = 'latest_blessed_model_resolver'
 PUSHER = 'Pusher'
 COMPONENT_IDS = (EXAMPLE_GEN, STATISTICS_GEN, SCHEMA_GEN, EXAMPLE_VALIDATOR,
-                 ANOMALIES_GATE, TRANSFORM, TRAINER, EVALUATOR, PUSHER)
+                 ANOMALIES_GATE, TRANSFORM, TRAINER, BASELINE_RESOLVER, EVALUATOR,
+                 PUSHER)
 
 
 def _input_config(presplit: bool) -> tfx.proto.Input:
@@ -65,7 +67,12 @@ def eval_config(config: config_lib.PipelineConfig) -> tfma.EvalConfig:
         tfma.SlicingSpec(feature_keys=[config.text.slice_column]))
   auc_threshold = tfma.MetricThreshold(
       value_threshold=tfma.GenericValueThreshold(
-          lower_bound={'value': config.auc_threshold}))
+          lower_bound={'value': config.auc_threshold}),
+      # Compared with the baseline (the latest blessed model) when the
+      # Resolver finds one; TFMA skips it on the first run.
+      change_threshold=tfma.GenericChangeThreshold(
+          direction=tfma.MetricDirection.HIGHER_IS_BETTER,
+          absolute={'value': config.min_auc_gain}))
   return tfma.EvalConfig(
       model_specs=[
           tfma.ModelSpec(
@@ -147,9 +154,17 @@ def create_components(config: config_lib.PipelineConfig) -> List:
       custom_executor_spec=_trainer_executor_spec(config.trainer_executor_class),
       **trainer_code).with_id(TRAINER)
 
+  # The serving model: the latest model the Evaluator blessed (none at first).
+  baseline_resolver = tfx.dsl.Resolver(
+      strategy_class=tfx.dsl.experimental.LatestBlessedModelStrategy,
+      model=tfx.dsl.Channel(type=tfx.types.standard_artifacts.Model),
+      model_blessing=tfx.dsl.Channel(
+          type=tfx.types.standard_artifacts.ModelBlessing)).with_id(
+              BASELINE_RESOLVER)
   evaluator = tfx.components.Evaluator(
       examples=example_gen.outputs['examples'],
       model=trainer.outputs['model'],
+      baseline_model=baseline_resolver.outputs['model'],
       eval_config=eval_config(config))
   pusher = tfx.components.Pusher(
       model=trainer.outputs['model'],
@@ -158,7 +173,7 @@ def create_components(config: config_lib.PipelineConfig) -> List:
           filesystem=tfx.proto.PushDestination.Filesystem(
               base_directory=config.serving_model_dir)))
   return [example_gen, schema_gen, statistics_gen, example_validator, gate,
-          transform, trainer, evaluator, pusher]
+          transform, trainer, baseline_resolver, evaluator, pusher]
 
 
 def create_pipeline(config: config_lib.PipelineConfig,

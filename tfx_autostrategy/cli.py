@@ -92,6 +92,11 @@ def build_parser() -> argparse.ArgumentParser:
                    'after the first epoch; 0 = read the TFRecords every epoch')
   run.add_argument('--auc-threshold', type=float, default=0.6,
                    help='Evaluator blesses (and Pusher pushes) at or above')
+  run.add_argument('--min-auc-gain', type=float, default=0.0,
+                   help='required AUC gain over the serving (latest blessed) '
+                   'model; 0 = not worse, negative allows a bounded '
+                   'regression; the first run is judged by --auc-threshold '
+                   'alone')
   run.add_argument('--allow-anomalies', action='store_true',
                    help='go on despite ExampleValidator anomalies')
   run.add_argument('--no-cache', action='store_true',
@@ -308,6 +313,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         data_root, args.output, text_settings, trainer_settings, report,
         beam_pipeline_args=args.beam_arg,
         auc_threshold=args.auc_threshold,
+        min_auc_gain=args.min_auc_gain,
         allow_anomalies=args.allow_anomalies,
         enable_cache=not args.no_cache)
   except (ValueError, OSError) as error:
@@ -382,15 +388,24 @@ def cmd_run(args: argparse.Namespace) -> int:
         'pushed_model': result.pushed_model,
         'blessed': result.blessed,
         'metrics': result.metrics,
+        'baseline_metrics': result.baseline_metrics,
         'slices': result.slices,
         'model_dir': result.model_dir,
         'output_dir': result.output_dir,
     }, sort_keys=True, allow_nan=False), file=out)
   if not result.pushed_model:
     auc = result.metrics.get('auc')
-    measured = f'auc {auc:.4f} is' if auc is not None else 'auc'
-    print(f'error: model not blessed ({measured} below the threshold '
-          f'{config.auc_threshold}); nothing was pushed', file=sys.stderr)
+    baseline_auc = (result.baseline_metrics or {}).get('auc')
+    if (auc is not None and baseline_auc is not None and
+        auc >= config.auc_threshold):
+      # The absolute threshold held, so the change threshold failed.
+      print(f'error: model not blessed: auc {auc:.4f} is below the serving '
+            f"model's {baseline_auc:.4f} (min gain {config.min_auc_gain}); "
+            'the serving model stays', file=sys.stderr)
+    else:
+      measured = f'auc {auc:.4f} is' if auc is not None else 'auc'
+      print(f'error: model not blessed ({measured} below the threshold '
+            f'{config.auc_threshold}); nothing was pushed', file=sys.stderr)
     return EXIT_NOT_BLESSED
   return EXIT_OK
 

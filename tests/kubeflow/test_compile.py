@@ -27,6 +27,10 @@ REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
 
 TRAINER = pipeline_lib.TRAINER
 # Component -> the components it consumes artifacts from (or waits for).
+# KubeflowV2DagRunner splits the baseline Resolver into one task per channel.
+BASELINE_RESOLVER_TASKS = (
+    f'{pipeline_lib.BASELINE_RESOLVER}-model-resolver',
+    f'{pipeline_lib.BASELINE_RESOLVER}-model-blessing-resolver')
 UPSTREAM = {
     pipeline_lib.EXAMPLE_GEN: set(),
     pipeline_lib.SCHEMA_GEN: set(),
@@ -39,7 +43,8 @@ UPSTREAM = {
                              pipeline_lib.ANOMALIES_GATE},
     TRAINER: {pipeline_lib.TRANSFORM, pipeline_lib.SCHEMA_GEN,
               pipeline_lib.STATISTICS_GEN},
-    pipeline_lib.EVALUATOR: {pipeline_lib.EXAMPLE_GEN, TRAINER},
+    pipeline_lib.EVALUATOR: {pipeline_lib.EXAMPLE_GEN, TRAINER,
+                             *BASELINE_RESOLVER_TASKS[:1]},
     pipeline_lib.PUSHER: {TRAINER, pipeline_lib.EVALUATOR},
 }
 CASES = [(target, accelerator) for target in compiler.TARGETS
@@ -106,7 +111,9 @@ def test_every_component_is_in_the_dag_with_its_dependencies(
   assert spec.pipeline_info.name == compiler.DEFAULT_PIPELINE_NAME
   assert job.runtime_config.gcs_output_directory == ROOT
   tasks = spec.root.dag.tasks
-  assert set(tasks) == set(pipeline_lib.COMPONENT_IDS)
+  assert set(tasks) == (set(pipeline_lib.COMPONENT_IDS) -
+                        {pipeline_lib.BASELINE_RESOLVER} |
+                        set(BASELINE_RESOLVER_TASKS))
   for name, upstream in UPSTREAM.items():
     assert set(tasks[name].dependent_tasks) == upstream, name
     producers = {a.task_output_artifact.producer_task
@@ -132,6 +139,10 @@ def test_every_step_runs_the_given_image_and_nothing_is_local(
     compiled, target, accelerator):
   text, _, spec = compiled[target, accelerator]
   for task in spec.root.dag.tasks:
+    if task in BASELINE_RESOLVER_TASKS:
+      # Resolvers are MLMD queries run by the orchestrator, not containers.
+      assert executor_of(spec, task).HasField('resolver'), task
+      continue
     assert executor_of(spec, task).container.image == IMAGE, task
   # Code comes from the image, not from module-file wheels or this checkout.
   assert REPO_ROOT not in text

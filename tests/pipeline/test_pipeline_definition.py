@@ -1,5 +1,8 @@
 """create_pipeline's pure parts: evaluation config and the component graph."""
 
+import pytest
+import tensorflow_model_analysis as tfma
+
 from tfx_autostrategy.pipeline import config as config_lib
 from tfx_autostrategy.pipeline import pipeline as pipeline_lib
 
@@ -21,6 +24,15 @@ def test_auc_threshold_gates_the_overall_slice_only():
   [per_slice] = auc.per_slice_thresholds
   assert [list(s.feature_keys) for s in per_slice.slicing_specs] == [[]]
   assert per_slice.threshold.value_threshold.lower_bound.value == 0.75
+
+
+def test_min_auc_gain_is_a_change_threshold_against_the_baseline():
+  eval_config = pipeline_lib.eval_config(_config(min_auc_gain=-0.02))
+  metrics = {m.class_name: m for m in eval_config.metrics_specs[0].metrics}
+  [per_slice] = metrics['AUC'].per_slice_thresholds
+  change = per_slice.threshold.change_threshold
+  assert change.absolute.value == pytest.approx(-0.02)
+  assert change.direction == tfma.MetricDirection.HIGHER_IS_BETTER
   assert eval_config.model_specs[0].label_key == 'toxic'
   assert eval_config.model_specs[0].prediction_key == 'probabilities'
 
