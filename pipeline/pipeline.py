@@ -6,7 +6,8 @@ Kubeflow/Vertex compiler run the same graph.
 """
 
 import importlib
-from typing import List
+import inspect
+from typing import Dict, List
 
 import tensorflow_model_analysis as tfma
 from tfx import v1 as tfx
@@ -16,6 +17,7 @@ from tfx_autostrategy.components import settings as settings_lib
 from tfx_autostrategy.components.gate.component import AnomaliesGate
 from tfx_autostrategy.components.trainer import trainer_module
 from tfx_autostrategy.components.trainer.component import AutoStrategyTrainer
+from tfx_autostrategy.pipeline import code_fingerprint
 from tfx_autostrategy.pipeline import config as config_lib
 
 # Component ids, as they appear in MLMD, logs and compiled pipeline specs.
@@ -107,6 +109,35 @@ def _trainer_executor_spec(dotted_path: str):
   return executor_spec.ExecutorClassSpec(executor_class)
 
 
+def _module_of(dotted_path: str) -> str:
+  """The source file of the module holding `dotted_path`'s last name."""
+  return importlib.import_module(dotted_path.rsplit('.', 1)[0]).__file__
+
+
+def code_fingerprints(config: config_lib.PipelineConfig) -> Dict[str, str]:
+  """{'transform': hash, 'trainer': hash} of the code each component runs.
+
+  The Trainer runs its executor (the stock-spec AutoStrategyTrainer executor
+  or `trainer_executor_class`) and `run_fn` with what they import; Transform
+  runs `preprocessing_fn` with what it imports.
+  """
+  if config.use_module_files:
+    transform_entry = config.transform_module_file
+    trainer_entry = config.trainer_module_file
+  else:
+    transform_entry = _module_of(config_lib.PREPROCESSING_FN)
+    trainer_entry = _module_of(config_lib.RUN_FN)
+  if config.trainer_executor_class:
+    executor_module = _module_of(config.trainer_executor_class)
+  else:
+    executor_module = inspect.getsourcefile(
+        AutoStrategyTrainer.EXECUTOR_SPEC.executor_class)
+  return {
+      'transform': code_fingerprint.fingerprint([transform_entry]),
+      'trainer': code_fingerprint.fingerprint([trainer_entry, executor_module]),
+  }
+
+
 def create_components(config: config_lib.PipelineConfig) -> List:
   """The pipeline's components, in dependency order."""
   example_gen = tfx.components.CsvExampleGen(
@@ -130,11 +161,16 @@ def create_components(config: config_lib.PipelineConfig) -> List:
   else:
     transform_code = {'preprocessing_fn': config_lib.PREPROCESSING_FN}
     trainer_code = {'run_fn': config_lib.RUN_FN}
+  # TFX's cache key covers the module file's directory only; these cover all
+  # the code each component runs (see code_fingerprint).
+  fingerprints = code_fingerprints(config)
+  fingerprint_key = code_fingerprint.CODE_FINGERPRINT_KEY
 
   transform = tfx.components.Transform(
       examples=example_gen.outputs['examples'],
       schema=schema_gen.outputs['schema'],
-      custom_config={'text': settings_lib.to_json(config.text)},
+      custom_config={'text': settings_lib.to_json(config.text),
+                     fingerprint_key: fingerprints['transform']},
       # Statistics of the transformed ids are not used and cost a Beam pass.
       disable_statistics=True,
       **transform_code)
@@ -150,7 +186,8 @@ def create_components(config: config_lib.PipelineConfig) -> List:
       trainer_settings=config.trainer,
       train_args=tfx.proto.TrainArgs(num_steps=config.train_steps),
       eval_args=tfx.proto.EvalArgs(num_steps=config.eval_steps),
-      custom_config=config.trainer_custom_config,
+      custom_config={**(config.trainer_custom_config or {}),
+                     fingerprint_key: fingerprints['trainer']},
       custom_executor_spec=_trainer_executor_spec(config.trainer_executor_class),
       **trainer_code).with_id(TRAINER)
 

@@ -1,13 +1,12 @@
 """The whole pipeline, for real: CLI → LocalDagRunner → SQLite MLMD → Beam.
 
 One first run through the `autostrategy` CLI in a subprocess; the tests after
-it read its outputs, rerun it (fully cached), and check which edits invalidate
-which caches.
+it read its outputs and rerun it. Which code edits invalidate which caches is
+tests/pipeline/test_code_cache.py.
 """
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -179,41 +178,3 @@ def test_second_identical_run_is_served_from_cache(pipeline_run,
   states = executions_by_component(config_for(pipeline_data, output))
   assert sorted(states) == sorted(pipeline_lib.COMPONENT_IDS)
   assert set(states.values()) == {'CACHED'}
-
-
-def test_trainer_edits_keep_transform_cache_preprocessing_edits_do_not(
-    pipeline_run, pipeline_data, tmp_path):
-  _, _, output = pipeline_run
-  # Copies of the two module directories stand in for a developer's edits.
-  copies = {}
-  for name, module_file in (('transform', config_lib.TRANSFORM_MODULE_FILE),
-                            ('trainer', config_lib.TRAINER_MODULE_FILE)):
-    source_dir = os.path.dirname(module_file)
-    target_dir = tmp_path / 'modules' / name
-    target_dir.mkdir(parents=True)
-    for file_name in os.listdir(source_dir):
-      if file_name.endswith('.py'):
-        shutil.copy(os.path.join(source_dir, file_name), target_dir)
-    copies[name] = str(target_dir / os.path.basename(module_file))
-  config = config_for(pipeline_data, output,
-                      transform_module_file=copies['transform'],
-                      trainer_module_file=copies['trainer'])
-
-  # Unchanged copies hash like the originals: everything is cached.
-  local_runner.run_pipeline(config)
-  assert set(executions_by_component(config).values()) == {'CACHED'}
-
-  with open(copies['trainer'], 'a') as f:
-    f.write('\n# an edit to trainer code\n')
-  local_runner.run_pipeline(config)
-  states = executions_by_component(config)
-  assert states[pipeline_lib.TRANSFORM] == 'CACHED'
-  assert states[pipeline_lib.TRAINER] == 'COMPLETE'
-
-  with open(copies['transform'], 'a') as f:
-    f.write('\n# an edit to preprocessing code\n')
-  local_runner.run_pipeline(config)
-  states = executions_by_component(config)
-  assert states[pipeline_lib.EXAMPLE_GEN] == 'CACHED'
-  assert states[pipeline_lib.TRANSFORM] == 'COMPLETE'
-  assert states[pipeline_lib.TRAINER] == 'COMPLETE'
