@@ -6,6 +6,7 @@ Trainer's executor and its machine.
 """
 
 import json
+import re
 import os
 
 from google.protobuf import json_format
@@ -168,7 +169,9 @@ def test_vertex_trainer_runs_our_executor_on_the_worker_pool(
   if pool.tpu_topology:
     machine_spec['tpu_topology'] = pool.tpu_topology
   parameters = trainer_parameters(spec)
-  assert json.loads(parameters['custom_config']) == {
+  custom_config = json.loads(parameters['custom_config'])
+  assert re.fullmatch('[0-9a-f]{64}', custom_config.pop('code_fingerprint'))
+  assert custom_config == {
       'ai_platform_enable_vertex': True,
       'ai_platform_vertex_region': REGION,
       'ai_platform_training_args': {
@@ -219,7 +222,10 @@ def test_kubeflow_trainer_requests_the_machine(compiled, accelerator):
   assert (resources.accelerator.type,
           resources.accelerator.count) == expected_accelerator
   parameters = trainer_parameters(spec)
-  assert json.loads(parameters['custom_config']) == {}
+  custom_config = json.loads(parameters['custom_config'])
+  # The Trainer's cache key follows its code (pipeline/code_fingerprint.py).
+  assert re.fullmatch('[0-9a-f]{64}', custom_config.pop('code_fingerprint'))
+  assert custom_config == {}
   assert parameters['accelerator'] == pool.kind
   # Only the Trainer asks for the machine.
   for task in spec.root.dag.tasks:

@@ -167,14 +167,24 @@ def test_pushed_model_serves_raw_text_in_a_fresh_process(pipeline_run):
   assert served['signatures'] == ['serving_default', 'transform_features']
 
 
-def test_second_identical_run_is_served_from_cache(pipeline_run,
-                                                   pipeline_data):
+def test_second_identical_run_reuses_all_up_to_the_evaluator(pipeline_run,
+                                                              pipeline_data):
   _, result, output = pipeline_run
   proc = run_cli('run', '--data', pipeline_data, '--output', output,
                  *PIPELINE_RUN_ARGS)
   assert proc.returncode == 0, proc.stderr[-3000:]
   again = json.loads(proc.stdout.strip().splitlines()[-1])
-  assert again['pushed_model'] == result['pushed_model']
   states = executions_by_component(config_for(pipeline_data, output))
   assert sorted(states) == sorted(pipeline_lib.COMPONENT_IDS)
-  assert set(states.values()) == {'CACHED'}
+  upstream = pipeline_lib.COMPONENT_IDS[:pipeline_lib.COMPONENT_IDS.index(
+      pipeline_lib.TRAINER) + 1]
+  assert {states[c] for c in upstream} == {'CACHED'}
+  # The first run's model is now the serving one, so the Evaluator has a
+  # baseline it lacked before and runs again: the cached model against
+  # itself, gain 0, blessed (TFX's Pusher then pushes it as a new version).
+  assert states[pipeline_lib.EVALUATOR] == 'COMPLETE'
+  assert again['baseline_metrics']['auc'] == pytest.approx(
+      result['metrics']['auc'], abs=1e-6)
+  assert again['metrics']['auc'] == pytest.approx(result['metrics']['auc'],
+                                                  abs=1e-6)
+  assert again['blessed'] is True
