@@ -106,7 +106,8 @@ def hold(output_dir: str, command: Optional[str] = None,
   output_dir = os.path.abspath(output_dir)
   path = lock_path(output_dir)
   # O_CLOEXEC (Python's default): programs the run executes (pip, Beam
-  # workers) must not keep the lock alive after the run itself is gone.
+  # workers) must not keep the lock alive after the run itself is gone. (A
+  # child forked without exec would share it; a run starts none.)
   fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
   try:
     try:
@@ -116,6 +117,10 @@ def hold(output_dir: str, command: Optional[str] = None,
           f'{output_dir}: another run is using this output directory '
           f'({_describe(_holder(fd))}); wait for it to finish, or pass '
           'another --output') from None
+    except OSError as error:  # e.g. ENOLCK: a file system without flock.
+      raise OSError(f'{path}: cannot lock the output directory '
+                    f'({error.strerror or error}); pass an --output on a '
+                    'local file system') from None
     left = _read(fd).strip()
     if left:
       # Locked by nobody, yet not emptied: its run died without releasing.
