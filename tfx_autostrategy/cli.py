@@ -270,13 +270,22 @@ def cmd_run(args: argparse.Namespace) -> int:
   """`autostrategy run`.
 
   Checks the data, options and output directory first (exit 2, in a second or
-  two: TFX is imported only after), then runs the pipeline. Whatever happens,
-  the cause is on the last line of stderr and summary.json under the output
+  two: TFX is imported only after), takes the output directory's lock (exit 2
+  if another run holds it), then runs the pipeline. Whatever happens, the
+  cause is on the last line of stderr and summary.json under the output
   describes this run.
   """
+  # The lock is released when the run returns, after summary.json is written.
+  with contextlib.ExitStack() as lock:
+    return _run_locked(args, lock)
+
+
+def _run_locked(args: argparse.Namespace, lock: contextlib.ExitStack) -> int:
+  """`cmd_run`; the output directory's lock goes on `lock` once taken."""
   from tfx_autostrategy.components import csv_check  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.components import settings  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.pipeline import local_runner  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.pipeline import run_lock  # pylint: disable=g-import-not-at-top
   out = sys.stdout
   data_root = args.data or local_runner.sample_data_dir()
   try:
@@ -309,6 +318,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     report.warnings.extend(csv_check.check_batch_size(
         report, trainer_settings.per_replica_batch_size, min_replicas))
     local_runner.check_output_dir(args.output)
+    # Before the first write to OUT (build_config renders the schema there):
+    # a second run on OUT would share the MLMD store and pipeline root.
+    lock.enter_context(run_lock.hold(
+        args.output, command=run_lock.command_line(getattr(args, 'argv',
+                                                           None))))
     config = local_runner.build_config(
         data_root, args.output, text_settings, trainer_settings, report,
         beam_pipeline_args=args.beam_arg,
@@ -316,7 +330,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         min_auc_gain=args.min_auc_gain,
         allow_anomalies=args.allow_anomalies,
         enable_cache=not args.no_cache)
-  except (ValueError, OSError) as error:
+  except (ValueError, OSError, run_lock.RunLockedError) as error:
     print(f'error: {error}', file=sys.stderr)
     return EXIT_BAD_INPUT
 
@@ -482,6 +496,7 @@ COMMANDS = {'run': cmd_run, 'detect': cmd_detect, 'compile': cmd_compile,
 def main(argv: Optional[Sequence[str]] = None) -> int:
   """Entry point of the `autostrategy` console script."""
   args = build_parser().parse_args(argv)
+  args.argv = list(sys.argv[1:] if argv is None else argv)  # For run_lock.
   from tfx_autostrategy import tf_env  # pylint: disable=g-import-not-at-top
   tf_env.prepare(getattr(args, 'cpu_replicas', 0))
   return COMMANDS[args.command](args)

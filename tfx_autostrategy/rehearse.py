@@ -14,6 +14,7 @@ served; 1 it failed (the cause on the last line); 2 bad options.
 """
 
 import argparse
+import contextlib
 import json
 import os
 import socket
@@ -322,9 +323,22 @@ def serve(model_dir: str, text_column: str) -> List[float]:
 
 
 def run(args: argparse.Namespace) -> int:
-  """`autostrategy rehearse`."""
+  """`autostrategy rehearse`.
+
+  Holds the output directory's lock (`pipeline/run_lock.py`) from before its
+  first write there to the end: the rehearsal reads and may extend the MLMD
+  store a concurrent `autostrategy run` on OUT would be writing.
+  """
+  with contextlib.ExitStack() as lock:
+    return _run_locked(args, lock)
+
+
+def _run_locked(args: argparse.Namespace, lock: contextlib.ExitStack) -> int:
+  """`run`; the output directory's lock goes on `lock` once taken."""
   from tfx_autostrategy.components import accelerator  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.components import settings  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.pipeline import local_runner  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.pipeline import run_lock  # pylint: disable=g-import-not-at-top
   out = sys.stdout
   try:
     shape = shape_for(args.accelerator, args.workers)
@@ -334,8 +348,12 @@ def run(args: argparse.Namespace) -> int:
         model=args.model, epochs=EPOCHS,
         per_replica_batch_size=args.per_replica_batch_size,
         accelerator=shape.kind)
+    local_runner.check_output_dir(args.output)
+    lock.enter_context(run_lock.hold(
+        args.output, command=run_lock.command_line(getattr(args, 'argv',
+                                                           None))))
     upstream = prepare_upstream(args.data, args.output, out)
-  except (ValueError, OSError) as error:
+  except (ValueError, OSError, run_lock.RunLockedError) as error:
     print(f'error: {error}', file=sys.stderr)
     return EXIT_BAD_INPUT
   except RehearsalError as error:
