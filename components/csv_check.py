@@ -32,6 +32,12 @@ Policy decisions:
   '1.0' would make CsvExampleGen infer a float column and ' 1' or '' are not
   labels, while the curated schema wants INT in {0, 1}; all bad values are
   collected over all files and reported at once with counts.
+* Training data with a single label is an error naming the column, the
+  label and the row count: the model could only learn a constant, and its
+  eval AUC is undefined. Training data is all rows in the 'single' layout
+  (split by hash later) and train/ in the 'presplit' one. An eval split with
+  a single label is a warning: the run goes on, reports the AUC as undefined
+  and does not bless the model.
 * Empty or whitespace-only text is valid (the schema allows a missing text
   value); such rows are counted in `empty_text`.
 * All files must have the same header, across splits too, because one schema
@@ -537,6 +543,8 @@ def check_csv_dir(data_root: str,
           f'{", ".join(os.path.basename(p) for p in files[split])})')
   if bad:
     raise _label_error(bad, label_column, allowed_labels)
+  _check_training_classes(data_root, layout, files, stats, label_column,
+                          allowed)
 
   return CsvReport(
       data_root=data_root,
@@ -555,6 +563,37 @@ def check_csv_dir(data_root: str,
                      all(s.id_type == _INT for s in stats.values())),
       invalid_utf8_rows=sum(s.invalid_utf8_rows for s in stats.values()),
       warnings=_warnings(stats, columns, id_column, allowed))
+
+
+def _check_training_classes(data_root: str, layout: str,
+                            files: Dict[str, List[str]],
+                            stats: Dict[str, _SplitStats], label_column: str,
+                            allowed: Dict[str, int]) -> None:
+  """Rejects training data whose rows all have one label.
+
+  Such a model learns a constant and its eval AUC is undefined, which TFMA
+  would report as 0 after minutes of training. The 'single' layout is split
+  by hash later, so all its rows are the training data (if they have one
+  label, so do both splits); in the 'presplit' layout it is train/. An eval
+  split with one label is only a warning (see `_warnings`).
+
+  Raises:
+    CsvDataError: naming the directory, column, label and row count.
+  """
+  split = SINGLE_SPLIT if layout == SINGLE else 'train'
+  labels = stats[split].labels
+  if len(labels) != 1:
+    return
+  (value, rows), = labels.items()
+  where = (data_root if layout == SINGLE else
+           os.path.dirname(files[split][0]))
+  names = sorted(allowed.values())
+  needed = (f'both labels {names[0]} and {names[1]}' if len(names) == 2 else
+            'at least two of the labels ' + ', '.join(map(str, names)))
+  raise CsvDataError(
+      f'{where}: the training data has only label {allowed[value]} in column '
+      f'{label_column!r} ({rows} row{"s" if rows > 1 else ""}); a classifier '
+      f'needs rows of {needed}')
 
 
 def check_batch_size(report: CsvReport, per_replica_batch_size: int,
@@ -636,6 +675,12 @@ def _warnings(stats: Dict[str, _SplitStats], columns: List[str],
     missing = sorted(set(allowed.values()) -
                      {allowed[value] for value in s.labels})
     if missing:
+      # With one label the training split is an error (see
+      # `_check_training_classes`); this is an eval split, or a third
+      # allowed label that no row uses.
       warnings.append(f'split {split!r} has no rows with label '
                       f'{", ".join(map(str, missing))}; AUC is undefined there')
+      if split == 'eval' and len(s.labels) == 1:
+        warnings[-1] += (', so the model will not be blessed and nothing '
+                         'will be pushed')
   return warnings

@@ -176,6 +176,9 @@ class RunResult:
   # The serving (latest blessed) model's overall metrics on the same eval
   # split; None on the first run, when there is no baseline.
   baseline_metrics: Optional[Dict[str, Optional[float]]] = None
+  # Why an AUC is null: OVERALL or a slice name -> e.g. 'the eval split has
+  # only label 0 (61 rows)' (see `one_class_reason`).
+  auc_undefined: Dict[str, str] = dataclasses.field(default_factory=dict)
 
   def to_dict(self) -> Dict[str, Any]:
     return dataclasses.asdict(self)
@@ -220,10 +223,43 @@ def run_pipeline(config: config_lib.PipelineConfig,
   return read_result(config)
 
 
+# The key of the whole eval split in `RunResult.auc_undefined`.
+OVERALL = 'overall'
+
+
+def one_class_reason(values: Dict[str, Optional[float]],
+                     where: str) -> Optional[str]:
+  """Why the AUC of a slice is undefined, or None if it is defined.
+
+  AUC ranks positive rows against negative ones, so a slice whose rows all
+  have one label has none; TFMA reports 0 there. The Evaluator computes each
+  slice's mean label (pipeline.eval_config), from which the rows of each
+  label follow.
+
+  Args:
+    values: one slice's metrics, with 'mean_label' and 'example_count'.
+    where: how to name the slice, e.g. 'the eval split' or 'slice lang=ru'.
+
+  Returns:
+    E.g. 'the eval split has only label 0 (61 rows)'; None if the slice holds
+    both labels or the metrics to tell are missing.
+  """
+  mean_label, rows = values.get('mean_label'), values.get('example_count')
+  if mean_label is None or not rows:
+    return None
+  rows = int(round(rows))
+  positives = int(round(mean_label * rows))
+  if 0 < positives < rows:
+    return None
+  return (f'{where} has only label {1 if positives else 0} '
+          f'({rows} row{"s" if rows != 1 else ""})')
+
+
 def _metrics_from(evaluation_uri: str, model_name: Optional[str] = None):
+  """Overall metrics, slice metrics and `auc_undefined` of one model."""
   import tensorflow_model_analysis as tfma  # pylint: disable=g-import-not-at-top
   result = tfma.load_eval_result(evaluation_uri, model_name=model_name)
-  overall, slices = {}, {}
+  overall, slices, undefined = {}, {}, {}
   for slice_key, metrics in result.slicing_metrics:
     values = {}
     for name, value in metrics.get('', {}).get('', {}).items():
@@ -235,11 +271,17 @@ def _metrics_from(evaluation_uri: str, model_name: Optional[str] = None):
         # Undefined metrics (precision with no positive prediction) are NaN,
         # which is not JSON: report them as null.
         values[name] = number if math.isfinite(number) else None
+    name = '/'.join(f'{k}={v}' for k, v in slice_key)
+    reason = one_class_reason(
+        values, f'slice {name}' if slice_key else 'the eval split')
+    if reason and 'auc' in values:
+      values['auc'] = None  # TFMA's 0 here is not a measurement.
+      undefined[name or OVERALL] = reason
     if not slice_key:
       overall = values
     else:
-      slices['/'.join(f'{k}={v}' for k, v in slice_key)] = values
-  return overall, slices
+      slices[name] = values
+  return overall, slices, undefined
 
 
 def read_result(config: config_lib.PipelineConfig) -> RunResult:
@@ -281,9 +323,10 @@ def read_result(config: config_lib.PipelineConfig) -> RunResult:
   blessing = artifact_of(pipeline_lib.EVALUATOR, 'ModelBlessing')
   blessed = bool(blessing and blessing.custom_properties['blessed'].int_value)
   evaluation = artifact_of(pipeline_lib.EVALUATOR, 'ModelEvaluation')
-  metrics, slices, baseline_metrics = {}, {}, None
+  metrics, slices, baseline_metrics, auc_undefined = {}, {}, None, {}
   if evaluation:
-    metrics, slices, baseline_metrics = _candidate_and_baseline(evaluation.uri)
+    metrics, slices, baseline_metrics, auc_undefined = (
+        _candidate_and_baseline(evaluation.uri))
   pushed = artifact_of(pipeline_lib.PUSHER, 'PushedModel')
   pushed_model = None
   if pushed and pushed.custom_properties['pushed'].int_value:
@@ -297,25 +340,28 @@ def read_result(config: config_lib.PipelineConfig) -> RunResult:
       components=components,
       model_dir=os.path.join(model.uri, 'Format-Serving') if model else None,
       output_dir=os.path.dirname(config.pipeline_root),
-      baseline_metrics=baseline_metrics)
+      baseline_metrics=baseline_metrics,
+      auc_undefined=auc_undefined)
 
 
 def _candidate_and_baseline(evaluation_uri: str):
-  """Candidate metrics and slices, and the baseline's overall metrics.
+  """Candidate metrics, slices and `auc_undefined`; the baseline's metrics.
 
   With a baseline the Evaluator names the two models 'candidate' and
   'baseline' (TFMA's defaults); without one there is a single unnamed model.
+  Both models are evaluated on the same rows, so the candidate's reasons for
+  an undefined AUC hold for the baseline's too.
   """
   try:
-    metrics, slices = _metrics_from(evaluation_uri, 'candidate')
-    baseline, _ = _metrics_from(evaluation_uri, 'baseline')
+    metrics, slices, undefined = _metrics_from(evaluation_uri, 'candidate')
+    baseline, _, _ = _metrics_from(evaluation_uri, 'baseline')
   except Exception:  # pylint: disable=broad-except
-    metrics, slices = {}, {}
+    metrics, slices, undefined = {}, {}, {}
     baseline = None
   if not metrics:
-    metrics, slices = _metrics_from(evaluation_uri)
+    metrics, slices, undefined = _metrics_from(evaluation_uri)
     baseline = None
-  return metrics, slices, baseline or None
+  return metrics, slices, baseline or None, undefined
 
 
 def write_summary(result: Optional[RunResult], path: str,

@@ -56,12 +56,30 @@ def _output_config(presplit: bool) -> tfx.proto.Output:
   ]))
 
 
+# Thresholds are inclusive; a mean label within this of 0 or 1 means fewer
+# than one row in 10^9 has the other label, i.e. none.
+_ONE_CLASS_MARGIN = 1e-9
+
+
+def _both_labels_threshold() -> tfma.MetricThreshold:
+  """Passes only if the eval rows hold both labels (0 < mean label < 1)."""
+  return tfma.MetricThreshold(value_threshold=tfma.GenericValueThreshold(
+      lower_bound={'value': _ONE_CLASS_MARGIN},
+      upper_bound={'value': 1.0 - _ONE_CLASS_MARGIN}))
+
+
 def eval_config(config: config_lib.PipelineConfig) -> tfma.EvalConfig:
   """AUC (the blessing threshold), accuracy and friends, overall and by lang.
 
   The AUC threshold gates the overall slice only: a plain `threshold` would
   apply to every language slice too, and a few dozen eval rows of one
   language are too noisy to veto a model. Per-language AUCs are reported.
+
+  The mean label of each slice is computed too: a slice whose rows all have
+  one label has no AUC, yet TFMA reports 0 there (and a model would pass
+  `--auc-threshold 0`). So the overall mean label must lie strictly between
+  0 and 1 for a blessing, and the local runner reports such AUCs as
+  undefined (`local_runner.one_class_reason`).
   """
   slicing_specs = [tfma.SlicingSpec()]
   if config.slice_by_lang and config.text.slice_column:
@@ -92,6 +110,13 @@ def eval_config(config: config_lib.PipelineConfig) -> tfma.EvalConfig:
                       tfma.PerSliceMetricThreshold(
                           slicing_specs=[tfma.SlicingSpec()],
                           threshold=auc_threshold)
+                  ]),
+              tfma.MetricConfig(
+                  class_name='MeanLabel',
+                  per_slice_thresholds=[
+                      tfma.PerSliceMetricThreshold(
+                          slicing_specs=[tfma.SlicingSpec()],
+                          threshold=_both_labels_threshold())
                   ]),
               tfma.MetricConfig(class_name='BinaryAccuracy'),
               tfma.MetricConfig(class_name='Precision'),

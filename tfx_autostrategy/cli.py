@@ -245,6 +245,7 @@ def _number(value) -> str:
 def _print_summary(result, out) -> None:
   print('', file=out)
   print('components:', file=out)
+  from tfx_autostrategy.pipeline import local_runner  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.pipeline import pipeline as pipeline_lib  # pylint: disable=g-import-not-at-top
   order = {name: i for i, name in enumerate(pipeline_lib.COMPONENT_IDS)}
   for component in sorted(result.components,
@@ -252,14 +253,24 @@ def _print_summary(result, out) -> None:
     seconds = f'{component.seconds:.1f} s' if component.seconds else ''
     print(f'  {component.component:<20} {component.state.lower():<9} {seconds}',
           file=out)
+  undefined = result.auc_undefined
+
+  def shown(where, values, keys=None):
+    # An AUC with a reason is undefined, not missing ('n/a').
+    return ', '.join(
+        f'{k}=' + ('undefined' if k == 'auc' and where in undefined
+                   else _number(v))
+        for k, v in sorted(values.items()) if keys is None or k in keys)
   if result.metrics:
-    shown = ', '.join(f'{k}={_number(v)}'
-                      for k, v in sorted(result.metrics.items()))
-    print(f'metrics (eval split): {shown}', file=out)
+    print('metrics (eval split): ' + shown(local_runner.OVERALL,
+                                           result.metrics), file=out)
+    if local_runner.OVERALL in undefined:
+      print(f'  auc undefined: {undefined[local_runner.OVERALL]}', file=out)
   for name, values in sorted(result.slices.items()):
-    shown = ', '.join(f'{k}={_number(v)}' for k, v in sorted(values.items())
-                      if k in ('auc', 'binary_accuracy', 'example_count'))
-    print(f'  {name}: {shown}', file=out)
+    print(f'  {name}: ' + shown(name, values, ('auc', 'binary_accuracy',
+                                               'example_count')), file=out)
+    if name in undefined:
+      print(f'    auc undefined: {undefined[name]}', file=out)
   print(f'blessed: {result.blessed}', file=out)
   print(f'trained model: {result.model_dir}', file=out)
   print(f'pushed model: {result.pushed_model or "none (not blessed)"}',
@@ -404,10 +415,19 @@ def _run_locked(args: argparse.Namespace, lock: contextlib.ExitStack) -> int:
         'metrics': result.metrics,
         'baseline_metrics': result.baseline_metrics,
         'slices': result.slices,
+        'auc_undefined': result.auc_undefined,
         'model_dir': result.model_dir,
         'output_dir': result.output_dir,
     }, sort_keys=True, allow_nan=False), file=out)
   if not result.pushed_model:
+    one_class = result.auc_undefined.get(local_runner.OVERALL)
+    if one_class:
+      # Not a quality verdict: the eval data cannot measure AUC at all (the
+      # Evaluator's mean-label threshold refuses the blessing).
+      print(f'error: model not blessed: auc undefined: {one_class}; the eval '
+            'data needs rows of both labels 0 and 1; nothing was pushed',
+            file=sys.stderr)
+      return EXIT_BAD_INPUT
     auc = result.metrics.get('auc')
     baseline_auc = (result.baseline_metrics or {}).get('auc')
     if (auc is not None and baseline_auc is not None and

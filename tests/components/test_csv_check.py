@@ -275,6 +275,45 @@ def test_other_allowed_labels(tmp_path):
       "split 'single_split' has no rows with label 1; AUC is undefined there"]
 
 
+def test_single_layout_with_one_label_is_rejected(tmp_path):
+  # All rows are the training data: the hash split cannot add a class.
+  write(tmp_path, 'a.csv', HEADER + 'a,x,0,en\nb,y,0,fr\n')
+  write(tmp_path, 'b.csv', HEADER + 'c,z,0,en\n')
+  with pytest.raises(csv_check.CsvDataError) as raised:
+    csv_check.check_csv_dir(str(tmp_path))
+  assert str(raised.value) == (
+      f"{tmp_path}: the training data has only label 0 in column 'toxic' "
+      '(3 rows); a classifier needs rows of both labels 0 and 1')
+
+
+def test_presplit_train_with_one_label_is_rejected_naming_the_column(
+    tmp_path):
+  write(tmp_path, 'train/a.csv', 'id,body,y\na,x,1\nb,y,1\n')
+  write(tmp_path, 'eval/a.csv', 'id,body,y\nc,x,0\nd,y,1\n')
+  with pytest.raises(csv_check.CsvDataError) as raised:
+    csv_check.check_csv_dir(str(tmp_path), text_column='body',
+                            label_column='y')
+  assert str(raised.value) == (
+      f"{tmp_path / 'train'}: the training data has only label 1 in column "
+      "'y' (2 rows); a classifier needs rows of both labels 0 and 1")
+
+
+def test_bad_label_values_are_reported_before_one_class(tmp_path):
+  write(tmp_path, 'a.csv', HEADER + 'a,x,0,en\nb,y,yes,fr\n')
+  with pytest.raises(csv_check.CsvDataError, match=r"outside \{0, 1\}"):
+    csv_check.check_csv_dir(str(tmp_path))
+
+
+def test_presplit_eval_with_one_label_is_a_warning(tmp_path):
+  write(tmp_path, 'train/a.csv', HEADER + 'a,x,0,en\nb,y,1,fr\n')
+  write(tmp_path, 'eval/a.csv', HEADER + 'c,x,0,en\nd,y,0,fr\n')
+  report = csv_check.check_csv_dir(str(tmp_path))
+  assert report.label_counts == {'train': {0: 1, 1: 1}, 'eval': {0: 2}}
+  assert report.warnings == [
+      "split 'eval' has no rows with label 1; AUC is undefined there, so the "
+      'model will not be blessed and nothing will be pushed']
+
+
 def test_non_utf8_is_rejected_by_default_with_byte_offset(tmp_path):
   content = (HEADER + 'a,caf\u00e9,0,en\n').encode('utf-8')
   offset = len(content) + len(b'b,caf')

@@ -113,6 +113,16 @@ PREFLIGHT_CASES = {
                   f'{bad("bad_labels", "comments.csv")}:4); '
                   f"'yes' in 1 row (first at "
                   f'{bad("bad_labels", "comments.csv")}:5)')),
+    'one_class_training_data': (
+        bad('one_class'), (),
+        re.escape(f'error: {bad("one_class")}: the training data has only '
+                  "label 0 in column 'toxic' (6 rows); a classifier needs "
+                  'rows of both labels 0 and 1')),
+    'one_class_presplit_train_split': (
+        bad('one_class_presplit'), (),
+        re.escape(f'error: {bad("one_class_presplit", "train")}: the '
+                  "training data has only label 1 in column 'toxic' (4 rows); "
+                  'a classifier needs rows of both labels 0 and 1')),
     'presplit_eval_smaller_than_a_batch': (
         bad('too_few_rows'), ('--per-replica-batch-size', '16'),
         re.escape(f'error: {bad("too_few_rows", "eval")}: split \'eval\' has '

@@ -4,6 +4,7 @@ import pytest
 import tensorflow_model_analysis as tfma
 
 from tfx_autostrategy.pipeline import config as config_lib
+from tfx_autostrategy.pipeline import local_runner
 from tfx_autostrategy.pipeline import pipeline as pipeline_lib
 
 
@@ -35,6 +36,31 @@ def test_min_auc_gain_is_a_change_threshold_against_the_baseline():
   assert change.direction == tfma.MetricDirection.HIGHER_IS_BETTER
   assert eval_config.model_specs[0].label_key == 'toxic'
   assert eval_config.model_specs[0].prediction_key == 'probabilities'
+
+
+def test_blessing_needs_both_labels_in_the_overall_eval_split():
+  # TFMA reports an AUC of 0 on one-class rows, which --auc-threshold 0
+  # would pass; the mean label must lie strictly inside (0, 1) instead.
+  eval_config = pipeline_lib.eval_config(_config(auc_threshold=0.0))
+  metrics = {m.class_name: m for m in eval_config.metrics_specs[0].metrics}
+  [per_slice] = metrics['MeanLabel'].per_slice_thresholds
+  assert [list(s.feature_keys) for s in per_slice.slicing_specs] == [[]]
+  bounds = per_slice.threshold.value_threshold
+  assert 0.0 < bounds.lower_bound.value < 1e-6
+  assert 1.0 - 1e-6 < bounds.upper_bound.value < 1.0
+
+
+@pytest.mark.parametrize('mean_label, rows, reason', [
+    (0.0, 61.0, 'the eval split has only label 0 (61 rows)'),
+    (1.0, 1.0, 'the eval split has only label 1 (1 row)'),
+    (1 / 61, 61.0, None),  # One positive row is enough for an AUC.
+    (60 / 61, 61.0, None),
+    (None, 61.0, None),  # An evaluation without the mean label: unknown.
+])
+def test_one_class_reason(mean_label, rows, reason):
+  assert local_runner.one_class_reason(
+      {'mean_label': mean_label, 'example_count': rows},
+      'the eval split') == reason
 
 
 def test_no_language_slice_without_a_slice_column():
