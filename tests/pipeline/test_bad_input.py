@@ -250,6 +250,8 @@ def test_schema_drift_stops_the_run_before_transform(tmp_path):
   assert summary['failed_component'] == 'AnomaliesGate'
   assert summary['pushed_model'] is None
   assert states(summary) == {
+      # The baseline Resolver depends on nothing upstream: it always runs.
+      'latest_blessed_model_resolver': 'COMPLETE',
       'CsvExampleGen': 'COMPLETE', 'ImportSchemaGen': 'COMPLETE',
       'StatisticsGen': 'COMPLETE', 'ExampleValidator': 'COMPLETE',
       'AnomaliesGate': 'FAILED'}  # Transform and later never started.
@@ -324,6 +326,7 @@ def test_too_few_eval_rows_for_a_batch_stop_the_trainer(shared_run, run_a):
   assert summary['failed_component'] == 'AutoStrategyTrainer'
   assert summary['pushed_model'] is None
   assert states(summary) == {**{c: 'COMPLETE' for c in UPSTREAM},
+                             'latest_blessed_model_resolver': 'COMPLETE',
                              'AutoStrategyTrainer': 'FAILED'}
   assert pushed_versions(shared_run['output']) == []
 
@@ -357,6 +360,7 @@ def test_rerun_after_trainer_failure_reuses_upstream_and_trains_on_empty_text(
   assert summary['status'] == 'pushed'
   # Everything before the failed Trainer came from the cache.
   assert states(summary) == {**{c: 'CACHED' for c in UPSTREAM},
+                             'latest_blessed_model_resolver': 'COMPLETE',
                              'AutoStrategyTrainer': 'COMPLETE',
                              'Evaluator': 'COMPLETE', 'Pusher': 'COMPLETE'}
   assert 'error:' not in proc.stderr
