@@ -70,6 +70,17 @@ def _taken_over_message(output_dir, metadata) -> str:
           f'{metadata["command"]}); it was killed or crashed')
 
 
+def take_over(path, metadata):
+  """A real process takes the lock a dead run left; returns its stdout."""
+  taker = subprocess.run([sys.executable, '-c', TAKER, str(path)],
+                         capture_output=True, text=True, timeout=60,
+                         check=False)
+  assert taker.returncode == 0, taker.stderr
+  assert taker.stderr.strip().splitlines() == [
+      _taken_over_message(path, metadata)]
+  return taker.stdout
+
+
 def test_second_run_on_a_locked_output_exits_2_and_writes_nothing(tmp_path):
   output = tmp_path / 'out'
   output.mkdir()
@@ -101,13 +112,7 @@ def test_lock_of_a_killed_holder_is_taken_over_with_a_warning(tmp_path):
   assert holder.returncode == -signal.SIGKILL
   assert json.loads(_lock_file(tmp_path)) == metadata  # Left behind.
 
-  taker = subprocess.run([sys.executable, '-c', TAKER, str(tmp_path)],
-                         capture_output=True, text=True, timeout=60,
-                         check=False)
-  assert taker.returncode == 0, taker.stderr
-  assert taker.stderr.strip().splitlines() == [
-      _taken_over_message(tmp_path, metadata)]
-  held = json.loads(taker.stdout)
+  held = json.loads(take_over(tmp_path, metadata))
   assert held['pid'] != metadata['pid']
   assert held['command'] == 'taker'
   assert _lock_file(tmp_path) == ''
@@ -146,12 +151,7 @@ def test_killed_cli_run_leaves_a_lock_naming_it(tmp_path):
 
     os.kill(run.pid, signal.SIGKILL)
     run.wait(timeout=60)
-    taker = subprocess.run([sys.executable, '-c', TAKER, str(output)],
-                           capture_output=True, text=True, timeout=60,
-                           check=False)
-    assert taker.returncode == 0, taker.stderr
-    assert taker.stderr.strip().splitlines() == [
-        _taken_over_message(output, metadata)]
+    take_over(output, metadata)
   finally:
     try:
       os.killpg(run.pid, signal.SIGKILL)  # Whatever the run had started.
