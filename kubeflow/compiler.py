@@ -8,7 +8,9 @@ by the orchestrator, and the Trainer placed on the machine that
 - `vertex`: the Trainer step submits a Vertex AI custom job on those worker
   pools, running our executor there (`vertex_executor.Executor`);
 - `kubeflow`: the Trainer runs in its own pipeline container, which requests
-  the accelerator, CPU and memory through KFP's `ResourceSpec`.
+  the accelerator, CPU and memory through KFP's `ResourceSpec`, and lands on
+  a GKE node of that accelerator through the Kubernetes platform section of
+  the KFP package (a second YAML document: node selector and toleration).
 
 `--beam-runner dataflow` sends the Beam-based components to Dataflow.
 
@@ -17,6 +19,7 @@ imports TFX (about 15 s).
 """
 
 import dataclasses
+import json
 import os
 from typing import Any, Dict, Optional, Tuple
 
@@ -106,6 +109,9 @@ class CompileOptions:
       raise ValueError(
           'several workers need --target vertex: a Kubeflow pipeline step is '
           'one container')
+    if self.target == 'kubeflow':
+      # Raises for TPUs that GKE has no node pools of.
+      worker_pools.kubernetes_node_selection(pool)
     if not self.image:
       raise ValueError('--image is required: the container image that '
                        'carries this package (kubeflow/Dockerfile)')
@@ -246,6 +252,43 @@ def build_pipeline(options: CompileOptions):
   return pipeline
 
 
+def _executor_label(pipeline_spec: Dict[str, Any], task: str) -> str:
+  component = pipeline_spec['root']['dag']['tasks'][task]['componentRef']['name']
+  return pipeline_spec['components'][component]['executorLabel']
+
+
+def kubernetes_platform_spec(options: CompileOptions,
+                             pipeline_spec: Dict[str, Any]
+                            ) -> Optional[Dict[str, Any]]:
+  """The KFP package's Kubernetes platform section, None where none is needed.
+
+  KFP's `PlatformSpec` as JSON: per executor label, a kfp-kubernetes
+  `KubernetesExecutorConfig`. Only the Trainer asks for an accelerator node.
+  TFX's KubeflowV2DagRunner writes no platform section, hence this one.
+  """
+  if options.target != 'kubeflow':
+    return None
+  from tfx_autostrategy.pipeline import pipeline as pipeline_lib  # pylint: disable=g-import-not-at-top
+  selection = worker_pools.kubernetes_node_selection(options.worker_pool)
+  if not selection:
+    return None
+  label = _executor_label(pipeline_spec, pipeline_lib.TRAINER)
+  return {'platforms': {'kubernetes': {'deploymentSpec': {
+      'executors': {label: selection}}}}}
+
+
+def _check_output_format(options: CompileOptions, output_path: str) -> None:
+  if (options.target == 'kubeflow' and
+      worker_pools.kubernetes_node_selection(options.worker_pool) and
+      not output_path.endswith(('.yaml', '.yml'))):
+    raise ValueError(
+        f'--target kubeflow --accelerator {options.accelerator}: the Trainer\'s '
+        'node selector and toleration are written as the Kubernetes platform '
+        'section of the KFP package, which only the YAML package carries '
+        f'(and the KFP client uploads): use --output NAME.yaml, not '
+        f'{output_path!r}')
+
+
 def compile_pipeline(options: CompileOptions, output_path: str
                     ) -> Dict[str, Any]:
   """Writes the compiled pipeline (KFP pipeline spec schema 2.1).
@@ -253,14 +296,23 @@ def compile_pipeline(options: CompileOptions, output_path: str
   Args:
     options: what to compile.
     output_path: file to write, a local path or a remote URI: `.json` gets the
-      PipelineJob (Vertex AI), `.yaml` the PipelineSpec (the KFP client).
+      PipelineJob (Vertex AI), `.yaml` the KFP package: the PipelineSpec and,
+      for `kubeflow` on an accelerator, the Kubernetes platform spec as a
+      second YAML document (what the KFP client uploads).
 
   Returns:
     The compiled `PipelineJob`, as a JSON-able dict.
+
+  Raises:
+    ValueError: a Kubeflow accelerator compile to a `.json` file.
   """
+  # Before TFX is imported (15 s): a wrong extension fails at once.
+  _check_output_format(options, output_path)
+  from tfx.dsl.io import fileio  # pylint: disable=g-import-not-at-top
   from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner  # pylint: disable=g-import-not-at-top
   from tfx.orchestration.kubeflow.v2 import pipeline_builder  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.pipeline import pipeline as pipeline_lib  # pylint: disable=g-import-not-at-top
+  import yaml  # pylint: disable=g-import-not-at-top
   images = options.image
   if options.target == 'kubeflow' and options.trainer_image:
     # On Vertex AI the Trainer step only submits the job: the job's worker
@@ -272,4 +324,19 @@ def compile_pipeline(options: CompileOptions, output_path: str
           default_image=images, use_pipeline_spec_2_1=True),
       output_dir=os.path.dirname(output_path) or '.',
       output_filename=os.path.basename(output_path))
-  return runner.run(build_pipeline(options), write_out=True)
+  job = runner.run(build_pipeline(options), write_out=False)
+  spec = job['pipelineSpec']
+  # The KFP package has no runtime config: without this, a run started from
+  # it writes under the cluster's default root instead of --pipeline-root.
+  spec['defaultPipelineRoot'] = options.pipeline_root
+  platform_spec = kubernetes_platform_spec(options, spec)
+  directory = os.path.dirname(output_path)
+  if directory and not fileio.exists(directory):
+    fileio.makedirs(directory)
+  with fileio.open(output_path, 'w') as f:
+    if output_path.endswith(('.yaml', '.yml')):
+      yaml.safe_dump_all([spec] + ([platform_spec] if platform_spec else []),
+                         f, sort_keys=True)
+    else:
+      json.dump(job, f, sort_keys=True)
+  return job

@@ -6,7 +6,8 @@ Every value names one machine shape, used two ways:
   (`vertex_worker_pool_specs`, the `CustomJobSpec.worker_pool_specs` dicts);
 - on plain Kubeflow Pipelines, the resource request of the Trainer's own
   container (`kubeflow_resources`, turned into a KFP `ResourceSpec` by the
-  compiler).
+  compiler) and the GKE node it must land on (`kubernetes_node_selection`,
+  the Kubernetes platform section of the compiled package).
 
 Pure Python with no TFX import, so the CLI rejects a bad value at once.
 """
@@ -25,6 +26,12 @@ TPU = 'tpu'
 # backend turns a ResourceSpec accelerator type into a container limit of that
 # name verbatim.
 _K8S_ACCELERATOR_RESOURCE = {GPU: 'nvidia.com/gpu', TPU: 'google.com/tpu'}
+
+# GKE node labels that name a node's accelerator: the scheduler only places a
+# pod on a GPU or TPU node whose labels match its node selector.
+GKE_ACCELERATOR_LABEL = 'cloud.google.com/gke-accelerator'
+GKE_TPU_ACCELERATOR_LABEL = 'cloud.google.com/gke-tpu-accelerator'
+GKE_TPU_TOPOLOGY_LABEL = 'cloud.google.com/gke-tpu-topology'
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,6 +55,10 @@ class WorkerPool:
       mixed_float16), None for CPUs and TPUs.
     tpu_type: accelerator type as the TPU VM runtime names it
       (TPU_ACCELERATOR_TYPE), '' for CPUs and GPUs.
+    gke_accelerator: the GKE node label value of the accelerator
+      (`cloud.google.com/gke-accelerator` for GPUs,
+      `cloud.google.com/gke-tpu-accelerator` for TPUs); '' for CPUs and for
+      TPUs that GKE has no node pools of.
   """
   name: str
   kind: str
@@ -61,33 +72,45 @@ class WorkerPool:
   multi_worker: bool = True
   compute_capability: Optional[Tuple[int, int]] = None
   tpu_type: str = ''
+  gke_accelerator: str = ''
 
 
 _POOLS: Tuple[WorkerPool, ...] = (
     WorkerPool('cpu', CPU, 'n1-standard-8', vcpus=8, memory_gb=30),
     WorkerPool('nvidia-t4', GPU, 'n1-standard-8', 'NVIDIA_TESLA_T4', 1,
-               compute_capability=(7, 5), vcpus=8, memory_gb=30),
+               compute_capability=(7, 5), vcpus=8, memory_gb=30,
+               gke_accelerator='nvidia-tesla-t4'),
     WorkerPool('nvidia-t4x2', GPU, 'n1-standard-16', 'NVIDIA_TESLA_T4', 2,
-               compute_capability=(7, 5), vcpus=16, memory_gb=60),
+               compute_capability=(7, 5), vcpus=16, memory_gb=60,
+               gke_accelerator='nvidia-tesla-t4'),
     WorkerPool('nvidia-t4x4', GPU, 'n1-standard-32', 'NVIDIA_TESLA_T4', 4,
-               compute_capability=(7, 5), vcpus=32, memory_gb=120),
+               compute_capability=(7, 5), vcpus=32, memory_gb=120,
+               gke_accelerator='nvidia-tesla-t4'),
     # G2 and A2 machine types come with their GPUs: the count follows the type.
     WorkerPool('nvidia-l4', GPU, 'g2-standard-8', 'NVIDIA_L4', 1,
-               compute_capability=(8, 9), vcpus=8, memory_gb=32),
+               compute_capability=(8, 9), vcpus=8, memory_gb=32,
+               gke_accelerator='nvidia-l4'),
     WorkerPool('nvidia-l4x2', GPU, 'g2-standard-24', 'NVIDIA_L4', 2,
-               compute_capability=(8, 9), vcpus=24, memory_gb=96),
+               compute_capability=(8, 9), vcpus=24, memory_gb=96,
+               gke_accelerator='nvidia-l4'),
     WorkerPool('nvidia-l4x4', GPU, 'g2-standard-48', 'NVIDIA_L4', 4,
-               compute_capability=(8, 9), vcpus=48, memory_gb=192),
+               compute_capability=(8, 9), vcpus=48, memory_gb=192,
+               gke_accelerator='nvidia-l4'),
     WorkerPool('nvidia-l4x8', GPU, 'g2-standard-96', 'NVIDIA_L4', 8,
-               compute_capability=(8, 9), vcpus=96, memory_gb=384),
+               compute_capability=(8, 9), vcpus=96, memory_gb=384,
+               gke_accelerator='nvidia-l4'),
     WorkerPool('nvidia-a100', GPU, 'a2-highgpu-1g', 'NVIDIA_TESLA_A100', 1,
-               compute_capability=(8, 0), vcpus=12, memory_gb=85),
+               compute_capability=(8, 0), vcpus=12, memory_gb=85,
+               gke_accelerator='nvidia-tesla-a100'),
     WorkerPool('nvidia-a100x2', GPU, 'a2-highgpu-2g', 'NVIDIA_TESLA_A100', 2,
-               compute_capability=(8, 0), vcpus=24, memory_gb=170),
+               compute_capability=(8, 0), vcpus=24, memory_gb=170,
+               gke_accelerator='nvidia-tesla-a100'),
     WorkerPool('nvidia-a100x4', GPU, 'a2-highgpu-4g', 'NVIDIA_TESLA_A100', 4,
-               compute_capability=(8, 0), vcpus=48, memory_gb=340),
+               compute_capability=(8, 0), vcpus=48, memory_gb=340,
+               gke_accelerator='nvidia-tesla-a100'),
     WorkerPool('nvidia-a100x8', GPU, 'a2-highgpu-8g', 'NVIDIA_TESLA_A100', 8,
-               compute_capability=(8, 0), vcpus=96, memory_gb=680),
+               compute_capability=(8, 0), vcpus=96, memory_gb=680,
+               gke_accelerator='nvidia-tesla-a100'),
     # Vertex AI runs v2/v3 as TPU VMs on the `cloud-tpu` machine type (8 cores);
     # v5e names its host type and needs the slice topology.
     WorkerPool('tpu-v2-8', TPU, 'cloud-tpu', 'TPU_V2', 8, tpu_chips=4,
@@ -96,7 +119,8 @@ _POOLS: Tuple[WorkerPool, ...] = (
                tpu_type='v3-8', vcpus=96, memory_gb=335, multi_worker=False),
     WorkerPool('tpu-v5e-8', TPU, 'ct5lp-hightpu-8t', 'TPU_V5_LITEPOD', 8,
                tpu_topology='2x4', tpu_chips=8, tpu_type='v5litepod-8',
-               vcpus=224, memory_gb=384, multi_worker=False),
+               vcpus=224, memory_gb=384, multi_worker=False,
+               gke_accelerator='tpu-v5-lite-podslice'),
 )
 
 WORKER_POOLS: Dict[str, WorkerPool] = {pool.name: pool for pool in _POOLS}
@@ -174,6 +198,42 @@ def vertex_worker_pool_specs(pool: WorkerPool, image: str,
   if workers > 1:
     specs.append(pool_spec(workers - 1))
   return specs
+
+
+def kubernetes_node_selection(pool: WorkerPool) -> Dict[str, Any]:
+  """Where the Trainer's pod must run on GKE, in kfp-kubernetes' format.
+
+  A resource request alone does not place a pod on an accelerator node: GKE
+  labels GPU and TPU nodes with their accelerator (and TPU slices with their
+  topology) and taints them with the accelerator's resource name, so the pod
+  needs a node selector on those labels and a toleration of that taint. (Many
+  clusters add the toleration themselves for pods that request the resource;
+  it is written anyway so that the package does not depend on that.)
+
+  Returns:
+    A `KubernetesExecutorConfig` as JSON (`nodeSelector`, `tolerations`), the
+    value KFP's Kubernetes platform spec holds per executor; empty for CPUs.
+
+  Raises:
+    ValueError: a TPU that GKE has no node pools of (v2, v3).
+  """
+  if pool.kind == CPU:
+    return {}
+  if not pool.gke_accelerator:
+    raise ValueError(
+        f'{pool.name} has no GKE node pools (GKE offers TPU v4 and later), so '
+        'a Kubeflow pipeline step cannot get one: use --target vertex, or '
+        '--accelerator tpu-v5e-8')
+  if pool.kind == TPU:
+    labels = {GKE_TPU_ACCELERATOR_LABEL: pool.gke_accelerator,
+              GKE_TPU_TOPOLOGY_LABEL: pool.tpu_topology}
+  else:
+    labels = {GKE_ACCELERATOR_LABEL: pool.gke_accelerator}
+  return {
+      'nodeSelector': {'labels': labels},
+      'tolerations': [{'key': _K8S_ACCELERATOR_RESOURCE[pool.kind],
+                       'operator': 'Exists', 'effect': 'NoSchedule'}],
+  }
 
 
 def kubeflow_resources(pool: WorkerPool) -> Dict[str, Any]:
