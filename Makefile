@@ -17,7 +17,7 @@ export PYTHONWARNINGS ?= ignore::FutureWarning
 DEMO_OUTPUT ?= outputs/demo
 PYTEST_ARGS ?=
 
-.PHONY: venv demo test test-fast bench sample lint clean
+.PHONY: venv demo test test-fast bench sample lock clean
 
 venv: $(STAMP)
 

@@ -28,8 +28,8 @@ setuptools.setup(
         'tfx_autostrategy': ['sample/*.csv'],
         'tfx_autostrategy.schemas': ['*/*.pbtxt'],
     },
-    # Exact versions live in constraints.txt (the one lock file); these are
-    # the direct dependencies.
+    # Exact versions live in requirements.lock (the one lock file, made from
+    # requirements.in by `make lock`); these are the direct dependencies.
     install_requires=[
         'tfx[kfp]==1.16.0',
         'dill>=0.3.1.1,<0.3.2',

@@ -22,11 +22,6 @@ TOKENIZERS = ('words', 'sentencepiece')
 JIT_COMPILE_CHOICES = ('auto', 'on', 'off')
 
 
-def transformed_name(key: str) -> str:
-  """Returns the name a raw feature has after Transform."""
-  return key + '_xf'
-
-
 @dataclasses.dataclass(frozen=True)
 class TextSettings:
   """How raw text becomes fixed-length ids (read by Transform and serving).

@@ -34,8 +34,6 @@ DEFAULT_PIPELINE_NAME = 'autostrategy'
 IMAGE_SCHEMA_PATH = '/pipeline/schemas/jigsaw/schema.pbtxt'
 VERTEX_EXECUTOR_CLASS = (
     'tfx_autostrategy.components.trainer.vertex_executor.Executor')
-# The executor the Vertex AI job runs (vertex_executor.Executor's hook).
-TRAINER_EXECUTOR_CLASS = 'tfx_autostrategy.components.trainer.executor.Executor'
 
 # Keys of the Trainer's custom_config read by TFX's Vertex training extension
 # (tfx.extensions.google_cloud_ai_platform); spelled out here so that checking

@@ -40,7 +40,26 @@ def test_unknown_benchmark_is_a_usage_error(tmp_path):
   proc = run_cli('bench', '--only', 'nonsense', '--output', str(tmp_path),
                  timeout=120)
   assert proc.returncode == 2
-  assert 'nonsense' in proc.stderr
+  assert proc.stderr.strip().splitlines()[-1] == (
+      "error: unknown benchmarks ['nonsense']; choose from "
+      'preflight,trainer,input,replicas,transform,e2e')
+
+
+def test_preflight_benchmark_reports_rows_per_second(tmp_path):
+  proc = run_cli('bench', '--only', 'preflight', '--quick', '--output',
+                 str(tmp_path), timeout=300)
+  assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+  report = json.load(open(tmp_path / 'report.json'))
+  assert report['errors'] == []
+  [figure] = report['figures']
+  assert (figure['benchmark'], figure['name'], figure['unit'],
+          figure['target']) == ('preflight', 'csv_check_rows_per_second',
+                                'rows/s', '>= 50000')
+  assert figure['details']['rows'] == 20_000
+  seconds = figure['details']['seconds']
+  assert len(seconds) == 3 and min(seconds) > 0
+  # A rate of one check of all rows, within the range of the timed checks.
+  assert 20_000 / max(seconds) <= figure['value'] <= 20_000 / min(seconds)
 
 
 @pytest.mark.bench

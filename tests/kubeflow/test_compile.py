@@ -52,6 +52,24 @@ UPSTREAM = {
 # (test_node_selection.py checks the refusal).
 KUBEFLOW_ACCELERATORS = tuple(a for a in worker_pools.ACCELERATORS
                               if a not in ('tpu-v2-8', 'tpu-v3-8'))
+# Half the machine's vCPUs and memory (room for the node's daemons) and the
+# accelerator by its Kubernetes resource name; TPUs are counted in chips.
+KUBEFLOW_REQUESTS = {
+    'cpu': ('cpu', 4, 15, '', 0),
+    'nvidia-t4': ('gpu', 4, 15, 'nvidia.com/gpu', 1),
+    'nvidia-t4x2': ('gpu', 8, 30, 'nvidia.com/gpu', 2),
+    'nvidia-t4x4': ('gpu', 16, 60, 'nvidia.com/gpu', 4),
+    'nvidia-l4': ('gpu', 4, 16, 'nvidia.com/gpu', 1),
+    'nvidia-l4x2': ('gpu', 12, 48, 'nvidia.com/gpu', 2),
+    'nvidia-l4x4': ('gpu', 24, 96, 'nvidia.com/gpu', 4),
+    'nvidia-l4x8': ('gpu', 48, 192, 'nvidia.com/gpu', 8),
+    'nvidia-a100': ('gpu', 6, 42.5, 'nvidia.com/gpu', 1),
+    'nvidia-a100x2': ('gpu', 12, 85, 'nvidia.com/gpu', 2),
+    'nvidia-a100x4': ('gpu', 24, 170, 'nvidia.com/gpu', 4),
+    'nvidia-a100x8': ('gpu', 48, 340, 'nvidia.com/gpu', 8),
+    'tpu-v5e-8': ('tpu', 112, 192, 'google.com/tpu', 8),
+}
+TRAINER_EXECUTOR = 'tfx_autostrategy.components.trainer.executor.Executor'
 CASES = ([('vertex', a) for a in worker_pools.ACCELERATORS] +
          [('kubeflow', a) for a in KUBEFLOW_ACCELERATORS])
 
@@ -209,9 +227,11 @@ def test_vertex_executor_runs_our_trainer_executor_remotely():
   from tfx.utils import name_utils  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.components.trainer import vertex_executor  # pylint: disable=g-import-not-at-top
   remote = vertex_executor.Executor()._GetExecutorClass()  # pylint: disable=protected-access
-  assert name_utils.get_full_name(remote) == compiler.TRAINER_EXECUTOR_CLASS
-  assert compiler.VERTEX_EXECUTOR_CLASS == name_utils.get_full_name(
-      vertex_executor.Executor)
+  assert name_utils.get_full_name(remote) == TRAINER_EXECUTOR
+  assert name_utils.get_full_name(vertex_executor.Executor) == (
+      'tfx_autostrategy.components.trainer.vertex_executor.Executor')
+  assert compiler.VERTEX_EXECUTOR_CLASS == (
+      'tfx_autostrategy.components.trainer.vertex_executor.Executor')
 
 
 def test_custom_config_keys_are_the_vertex_extension_keys():
@@ -225,25 +245,21 @@ def test_custom_config_keys_are_the_vertex_extension_keys():
 @pytest.mark.parametrize('accelerator', KUBEFLOW_ACCELERATORS)
 def test_kubeflow_trainer_requests_the_machine(compiled, accelerator):
   _, _, spec = compiled['kubeflow', accelerator]
-  pool = worker_pools.worker_pool(accelerator)
   container = executor_of(spec, TRAINER).container
-  assert class_path(container) == compiler.TRAINER_EXECUTOR_CLASS
+  assert class_path(container) == TRAINER_EXECUTOR
   resources = container.resources
-  assert resources.cpu_request == pool.vcpus / 2
-  assert resources.memory_request == pool.memory_gb / 2
-  expected_accelerator = {
-      worker_pools.CPU: ('', 0),
-      worker_pools.GPU: ('nvidia.com/gpu', pool.accelerator_count),
-      worker_pools.TPU: ('google.com/tpu', pool.tpu_chips),
-  }[pool.kind]
+  kind, cpus, memory_gb, accelerator_type, count = KUBEFLOW_REQUESTS[
+      accelerator]
+  assert (resources.cpu_request, resources.memory_request) == (cpus,
+                                                               memory_gb)
   assert (resources.accelerator.type,
-          resources.accelerator.count) == expected_accelerator
+          resources.accelerator.count) == (accelerator_type, count)
   parameters = trainer_parameters(spec)
   custom_config = json.loads(parameters['custom_config'])
   # The Trainer's cache key follows its code (pipeline/code_fingerprint.py).
   assert re.fullmatch('[0-9a-f]{64}', custom_config.pop('code_fingerprint'))
   assert custom_config == {}
-  assert parameters['accelerator'] == pool.kind
+  assert parameters['accelerator'] == kind
   # Only the Trainer asks for the machine.
   for task in spec.root.dag.tasks:
     if task != TRAINER:

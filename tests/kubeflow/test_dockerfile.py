@@ -37,7 +37,11 @@ def arg(name):
 def test_python_is_the_projects_python():
   assert arg('PYTHON_VERSION') == read('.python-version').strip()
   major_minor = '.'.join(arg('PYTHON_VERSION').split('.')[:2])
-  assert f'apache/beam_python{major_minor}_sdk:' in DOCKERFILE
+  assert re.search(
+      rf'^FROM apache/beam_python{re.escape(major_minor)}_sdk:'
+      r'\$\{BEAM_VERSION\} AS beam$', DOCKERFILE, re.MULTILINE)
+  assert re.search(r'^FROM python:\$\{PYTHON_VERSION\}-slim-bookworm$',
+                   DOCKERFILE, re.MULTILINE)
 
 
 def test_beam_boot_loader_matches_the_locked_beam():
@@ -47,8 +51,18 @@ def test_beam_boot_loader_matches_the_locked_beam():
 def test_tensorflow_variants_keep_the_locked_version():
   assert arg('TF_VERSION') == locked_version('tensorflow')
   assert re.search(r'^ARG TF_VARIANT=cpu$', DOCKERFILE, re.MULTILINE)
-  for variant in ('cpu', 'gpu', 'tpu'):
-    assert f'{variant})' in DOCKERFILE
+  # Each variant's branch of the `case`: what it installs over the lock.
+  branches = dict(re.findall(r'^ +(cpu|gpu|tpu|\*)\) (.*?);;', DOCKERFILE,
+                             re.MULTILINE | re.DOTALL))
+  assert set(branches) == {'cpu', 'gpu', 'tpu', '*'}
+  assert branches['cpu'].strip() == ''
+  assert branches['gpu'].strip() == (
+      'pip install "tensorflow[and-cuda]==${TF_VERSION}"')
+  assert re.fullmatch(
+      r'pip uninstall -y tensorflow \\\s+&& pip install '
+      r'"tensorflow-tpu==\$\{TF_VERSION\}" \\\s+-f \S+libtpu\S+ ',
+      branches['tpu']), branches['tpu']
+  assert 'exit 1' in branches['*']
 
 
 def test_installs_the_lock_file_then_this_package():
@@ -58,7 +72,8 @@ def test_installs_the_lock_file_then_this_package():
                    re.MULTILINE)
   for directory in ('tfx_autostrategy', 'components', 'pipeline', 'kubeflow',
                     'schemas'):
-    assert f'COPY {directory}/ {directory}/' in DOCKERFILE
+    assert re.search(rf'^COPY {directory}/ {directory}/$', DOCKERFILE,
+                     re.MULTILINE), directory
 
 
 def test_sets_legacy_keras_for_every_process():

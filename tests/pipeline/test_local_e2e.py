@@ -101,10 +101,17 @@ def test_detect_reports_the_plan_as_json():
   assert plan['is_chief'] is True
   human = run_cli('detect', timeout=300)
   assert human.returncode == 0
-  assert 'strategy' in human.stdout.lower()
+  lines = human.stdout.splitlines()
+  for line in ('accelerator:         cpu', 'strategy:            DefaultStrategy',
+               'replicas:            1', 'global batch:        32',
+               'precision:           float32', 'chief:               yes'):
+    assert line in lines, (line, lines)
   missing = run_cli('detect', '--accelerator', 'tpu', timeout=300)
   assert missing.returncode == 2
-  assert 'tpu' in missing.stderr.lower().splitlines()[-1]
+  last = missing.stderr.strip().splitlines()[-1]
+  assert last.startswith("error: accelerator='tpu' was requested but no TPU "
+                         'was found: '), last
+  assert "devices found: ['/device:CPU:0']" in last, last
 
 
 def test_detect_takes_the_xla_and_backup_settings():

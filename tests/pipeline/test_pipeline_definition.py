@@ -68,16 +68,45 @@ def test_no_language_slice_without_a_slice_column():
   assert [list(s.feature_keys) for s in eval_config.slicing_specs] == [[]]
 
 
-def test_components_run_in_dependency_order_with_the_gate_before_transform():
+def test_each_component_reads_the_outputs_create_pipeline_wires_to_it():
+  # The wiring is what create_pipeline decides (tfx.dsl.Pipeline only sorts
+  # it): each input's producing component and output key, and the order-only
+  # edge that makes Transform wait for the anomalies gate.
   components = pipeline_lib.create_pipeline(_config()).components
-  ids = [c.id for c in components]
-  assert sorted(ids) == sorted(pipeline_lib.COMPONENT_IDS)
-  # Every component comes after everything it depends on.
-  for position, component in enumerate(components):
-    assert {n.id for n in component.upstream_nodes} <= set(ids[:position])
   by_id = {c.id: c for c in components}
-  transform = by_id[pipeline_lib.TRANSFORM]
-  assert pipeline_lib.ANOMALIES_GATE in {n.id for n in transform.upstream_nodes}
-  trainer = by_id[pipeline_lib.TRAINER]
-  assert {pipeline_lib.TRANSFORM, pipeline_lib.STATISTICS_GEN} <= {
-      n.id for n in trainer.upstream_nodes}
+  assert set(by_id) == set(pipeline_lib.COMPONENT_IDS)
+
+  def inputs(component_id):
+    return {key: (channel.producer_component_id, channel.output_key)
+            for key, channel in by_id[component_id].inputs.items()
+            if hasattr(channel, 'producer_component_id')}
+
+  assert inputs('StatisticsGen') == {
+      'examples': ('CsvExampleGen', 'examples'),
+      'schema': ('ImportSchemaGen', 'schema')}
+  assert inputs('ExampleValidator') == {
+      'statistics': ('StatisticsGen', 'statistics'),
+      'schema': ('ImportSchemaGen', 'schema')}
+  assert inputs('AnomaliesGate') == {
+      'anomalies': ('ExampleValidator', 'anomalies')}
+  assert inputs('Transform') == {
+      'examples': ('CsvExampleGen', 'examples'),
+      'schema': ('ImportSchemaGen', 'schema')}
+  assert {n.id for n in by_id['Transform'].upstream_nodes} == {
+      'AnomaliesGate', 'CsvExampleGen', 'ImportSchemaGen'}
+  assert inputs('AutoStrategyTrainer') == {
+      'examples': ('Transform', 'transformed_examples'),
+      'transform_graph': ('Transform', 'transform_graph'),
+      'schema': ('ImportSchemaGen', 'schema'),
+      'statistics': ('StatisticsGen', 'statistics')}
+  # The raw examples, so that the exported serving signature (raw text in)
+  # is what TFMA evaluates; the baseline is the latest blessed model.
+  assert inputs('Evaluator') == {
+      'examples': ('CsvExampleGen', 'examples'),
+      'model': ('AutoStrategyTrainer', 'model'),
+      'baseline_model': ('latest_blessed_model_resolver', 'model')}
+  assert inputs('Pusher') == {
+      'model': ('AutoStrategyTrainer', 'model'),
+      'model_blessing': ('Evaluator', 'blessing')}
+  # The resolver reads MLMD only: it depends on nothing in this run.
+  assert not by_id['latest_blessed_model_resolver'].upstream_nodes

@@ -2,6 +2,9 @@
 
 Benchmarks (`--only` takes a comma-separated subset):
 
+* `preflight` The CSV check `autostrategy run` starts with (in this
+              process, median of 3): rows/s; target >= 50000, so that 100k
+              rows are checked in about two seconds at most.
 * `trainer`   Trainer throughput (run_fn's input path, strategy scope, same
               model, batch and steps_per_execution) divided by plain Keras
               `model.fit` on the same transformed data in memory; target
@@ -33,18 +36,20 @@ import json
 import math
 import os
 import shlex
+import statistics
 import sys
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from tfx_autostrategy.benchmarks import common
 
-BENCHMARKS = ('trainer', 'input', 'replicas', 'transform', 'e2e')
+BENCHMARKS = ('preflight', 'trainer', 'input', 'replicas', 'transform', 'e2e')
 
 DEFAULTS = {
     'fixture_rows': 10_000,
     'transform_sizes': '10000,100000',
     'e2e_sizes': '10000,100000',
+    'preflight_rows': 100_000,
     # 200 steps x 5 rounds: with 100 x 3 the rounds of one variant spread
     # by +-7% on a shared 2-core host, more than the effect measured.
     'steps': 200,
@@ -54,12 +59,16 @@ QUICK = {
     'fixture_rows': 3_000,
     'transform_sizes': '3000,20000',
     'e2e_sizes': '3000,20000',
+    'preflight_rows': 20_000,
     'steps': 30,
     'rounds': 2,
 }
 
 TRAINER_TARGET = '>= 0.95'
 INPUT_TARGET = '>= 5'
+# The CSV preflight reads every row before TFX is imported; ~200k rows/s on
+# this machine when idle, so that 100k rows are checked in about a second.
+PREFLIGHT_TARGET = '>= 50000'
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -134,6 +143,7 @@ def _resolve_options(args: argparse.Namespace) -> Dict[str, Any]:
       'transform_workers': args.transform_workers,
       'e2e_sizes': _sizes(args.e2e_sizes or base['e2e_sizes']),
       'e2e_epochs': args.e2e_epochs,
+      'preflight_rows': base['preflight_rows'],
       'models': [m for m in args.models.split(',') if m],
       'replicas': sorted({int(r) for r in args.replicas.split(',') if r}),
       'steps': args.steps or base['steps'],
@@ -223,6 +233,26 @@ class Suite:
     argv = [sys.executable, '-m', f'tfx_autostrategy.benchmarks.{module}',
             *args]
     return argv, common.command_text(argv)
+
+  # CSV preflight -----------------------------------------------------------
+
+  def bench_preflight(self) -> None:
+    """Rows per second of the CSV check `autostrategy run` starts with."""
+    from tfx_autostrategy.components import csv_check  # pylint: disable=g-import-not-at-top
+    rows = self.options['preflight_rows']
+    root = self.data(rows)
+    seconds = []
+    for _ in range(3):
+      started = time.perf_counter()
+      report = csv_check.check_csv_dir(root)
+      seconds.append(time.perf_counter() - started)
+    if report.total_rows != rows:
+      raise RuntimeError(f'the CSV check counted {report.total_rows} rows of '
+                         f'{rows}')
+    self.add('preflight', 'csv_check_rows_per_second',
+             rows / statistics.median(seconds), 'rows/s',
+             f'autostrategy bench --only preflight ({rows} rows, median of 3)',
+             PREFLIGHT_TARGET, rows=rows, seconds=seconds)
 
   # Transform ---------------------------------------------------------------
 
@@ -469,6 +499,9 @@ class Suite:
   def run(self, checkpoint=lambda: None) -> None:
     """Runs the selected benchmarks; `checkpoint()` after each one."""
     only = self.options['only']
+    if 'preflight' in only:
+      self.bench_preflight()
+      checkpoint()
     if 'transform' in only:
       self.bench_transform()
       checkpoint()

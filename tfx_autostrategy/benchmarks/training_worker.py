@@ -32,7 +32,6 @@ are not part of these figures (see BENCHMARKS.md).
 """
 
 import argparse
-import inspect
 import os
 import sys
 import time
@@ -177,9 +176,7 @@ def main(argv=None) -> int:
   warmup = min(args.warmup, max(steps - 2, 0))
 
   # As run_fn: the learning-rate schedule spans the training steps.
-  compile_kwargs = {}
-  if 'decay_steps' in inspect.signature(models.compile_model).parameters:
-    compile_kwargs['decay_steps'] = steps * args.rounds
+  compile_kwargs = {'decay_steps': steps * args.rounds}
 
   accelerator.apply_precision(plan.precision)
   datasets, fitted = {}, {}
