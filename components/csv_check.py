@@ -51,7 +51,7 @@ Policy decisions:
   hash only later, so fewer rows in all than one batch is an error and an
   expected eval split below one batch is a warning.
 
-Layouts (see `split_patterns`): 'single' is `data_root/*.csv`, which the
+Layouts (see `conventions.input_patterns`): 'single' is `data_root/*.csv`, which the
 pipeline splits by hash; 'presplit' is `data_root/train/*.csv` plus
 `data_root/eval/*.csv`. Both at once is ambiguous and an error.
 """
@@ -63,16 +63,16 @@ import fnmatch
 import os
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from tfx_autostrategy.components import conventions
 from tfx_autostrategy.components import settings
 
 _DEFAULTS = settings.TextSettings()
 
 SINGLE = 'single'
 PRESPLIT = 'presplit'
-# Split names as CsvExampleGen's input config names them.
-SINGLE_SPLIT = 'single_split'
-PRESPLIT_SPLITS = ('train', 'eval')
-FILE_PATTERN = '*.csv'
+SINGLE_SPLIT = conventions.SINGLE_SPLIT
+PRESPLIT_SPLITS = conventions.PRESPLIT_SPLITS
+FILE_PATTERN = conventions.FILE_PATTERN
 ENCODING_ERRORS = ('strict', 'replace')
 
 _EXCERPT_CHARS = 80
@@ -124,15 +124,6 @@ class CsvReport:
   def total_rows(self) -> int:
     """Data rows over all splits."""
     return sum(self.rows.values())
-
-
-def split_patterns(layout: str) -> Dict[str, str]:
-  """Split name -> file pattern relative to the data root, for `layout`."""
-  if layout == SINGLE:
-    return {SINGLE_SPLIT: FILE_PATTERN}
-  if layout == PRESPLIT:
-    return {split: f'{split}/{FILE_PATTERN}' for split in PRESPLIT_SPLITS}
-  raise ValueError(f'layout must be {SINGLE!r} or {PRESPLIT!r}, got {layout!r}')
 
 
 def _excerpt(text: str) -> str:
@@ -477,7 +468,7 @@ def _label_error(bad: Dict[str, List], label_column: str,
 def check_csv_dir(data_root: str,
                   text_column: str = _DEFAULTS.text_column,
                   label_column: str = _DEFAULTS.label_column,
-                  allowed_labels: Sequence[int] = (0, 1),
+                  allowed_labels: Sequence[int] = conventions.LABELS,
                   encoding_errors: str = 'strict',
                   id_column: str = _DEFAULTS.id_column,
                   lang_column: str = _DEFAULTS.slice_column) -> CsvReport:
@@ -580,7 +571,7 @@ def _check_training_classes(data_root: str, layout: str,
   Raises:
     CsvDataError: naming the directory, column, label and row count.
   """
-  split = SINGLE_SPLIT if layout == SINGLE else 'train'
+  split = SINGLE_SPLIT if layout == SINGLE else conventions.TRAIN_SPLIT
   labels = stats[split].labels
   if len(labels) != 1:
     return
@@ -629,12 +620,14 @@ def check_batch_size(report: CsvReport, per_replica_batch_size: int,
   total = report.total_rows
   if total < floor:
     raise CsvDataError(
-        f'{report.data_root}: {total} rows in all (to be split 4:1 into '
-        f'train and eval), fewer than {batch}; {advice}')
-  expected_eval = total // 5
+        f'{report.data_root}: {total} rows in all (to be split '
+        f'{conventions.SPLIT_RATIO} into train and eval), fewer than {batch}; '
+        f'{advice}')
+  expected_eval = conventions.eval_share(total)
   if expected_eval < floor:
     return [f'the eval split will hold about {expected_eval} of the {total} '
-            f'rows (a 1-in-5 hash split), fewer than {batch}; the Trainer '
+            f'rows (a 1-in-{sum(conventions.HASH_BUCKETS.values())} hash '
+            f'split), fewer than {batch}; the Trainer '
             'will stop unless it holds more']
   return []
 

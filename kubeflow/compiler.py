@@ -23,13 +23,14 @@ import json
 import os
 from typing import Any, Dict, Optional, Tuple
 
+from tfx_autostrategy.components import conventions
 from tfx_autostrategy.components import settings as settings_lib
 from tfx_autostrategy.kubeflow import worker_pools
 from tfx_autostrategy.pipeline import config as config_lib
 
 TARGETS = ('vertex', 'kubeflow')
 BEAM_RUNNERS = ('direct', 'dataflow')
-DEFAULT_PIPELINE_NAME = 'autostrategy'
+DEFAULT_PIPELINE_NAME = conventions.DEFAULT_PIPELINE_NAME
 # Where kubeflow/Dockerfile puts the curated schema inside the image.
 IMAGE_SCHEMA_PATH = '/pipeline/schemas/jigsaw/schema.pbtxt'
 VERTEX_EXECUTOR_CLASS = (

@@ -5,6 +5,7 @@ import os
 import re
 from typing import Any, Dict, Optional, Tuple
 
+from tfx_autostrategy.components import conventions
 from tfx_autostrategy.components import settings as settings_lib
 
 PIPELINE_NAME_RE = re.compile(r'[a-z0-9][a-z0-9-]{0,127}')
@@ -72,7 +73,7 @@ class PipelineConfig:
   trainer: settings_lib.TrainerSettings = settings_lib.TrainerSettings()
   train_steps: int = 0
   eval_steps: int = 0
-  auc_threshold: float = 0.6
+  auc_threshold: float = conventions.DEFAULT_AUC_THRESHOLD
   min_auc_gain: float = 0.0
   slice_by_lang: bool = True
   allow_anomalies: bool = False

@@ -15,12 +15,13 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
 from tfx_autostrategy.components import csv_check
+from tfx_autostrategy.components import conventions
 from tfx_autostrategy.components import settings as settings_lib
 from tfx_autostrategy.pipeline import config as config_lib
 # `pipeline` imports TFX and TFMA (10-30 s); it is imported where a run needs
 # it, so that the CLI rejects bad input in a second or two.
 
-DEFAULT_PIPELINE_NAME = 'autostrategy'
+DEFAULT_PIPELINE_NAME = conventions.DEFAULT_PIPELINE_NAME
 SCHEMA_FILE = os.path.join(
     os.path.dirname(os.path.dirname(os.path.abspath(config_lib.__file__))),
     'schemas', 'jigsaw', 'schema.pbtxt')

@@ -13,6 +13,7 @@ import tensorflow_model_analysis as tfma
 from tfx import v1 as tfx
 from tfx.dsl.components.base import executor_spec
 
+from tfx_autostrategy.components import conventions
 from tfx_autostrategy.components import settings as settings_lib
 from tfx_autostrategy.components.gate.component import AnomaliesGate
 from tfx_autostrategy.components.trainer import trainer_module
@@ -37,23 +38,18 @@ COMPONENT_IDS = (EXAMPLE_GEN, STATISTICS_GEN, SCHEMA_GEN, EXAMPLE_VALIDATOR,
 
 
 def _input_config(presplit: bool) -> tfx.proto.Input:
-  if presplit:
-    return tfx.proto.Input(splits=[
-        tfx.proto.Input.Split(name='train', pattern='train/*.csv'),
-        tfx.proto.Input.Split(name='eval', pattern='eval/*.csv'),
-    ])
-  return tfx.proto.Input(
-      splits=[tfx.proto.Input.Split(name='single_split', pattern='*.csv')])
+  return tfx.proto.Input(splits=[
+      tfx.proto.Input.Split(name=name, pattern=pattern)
+      for name, pattern in conventions.input_patterns(presplit).items()])
 
 
 def _output_config(presplit: bool) -> tfx.proto.Output:
   if presplit:
     return tfx.proto.Output()
-  # Hashing the serialized example makes the 4:1 split stable across runs.
+  # Hashing the serialized example makes the split stable across runs.
   return tfx.proto.Output(split_config=tfx.proto.SplitConfig(splits=[
-      tfx.proto.SplitConfig.Split(name='train', hash_buckets=4),
-      tfx.proto.SplitConfig.Split(name='eval', hash_buckets=1),
-  ]))
+      tfx.proto.SplitConfig.Split(name=name, hash_buckets=buckets)
+      for name, buckets in conventions.HASH_BUCKETS.items()]))
 
 
 # Thresholds are inclusive; a mean label within this of 0 or 1 means fewer

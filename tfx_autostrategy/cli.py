@@ -49,6 +49,7 @@ def _add_training_options(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
   """The command-line interface."""
+  from tfx_autostrategy.components import conventions  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.components import settings  # pylint: disable=g-import-not-at-top
   text_defaults = settings.TextSettings()
   trainer_defaults = settings.TrainerSettings()
@@ -90,7 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
                    default=trainer_defaults.input_cache_mb,
                    help='memory for keeping decoded training/eval examples '
                    'after the first epoch; 0 = read the TFRecords every epoch')
-  run.add_argument('--auc-threshold', type=float, default=0.6,
+  run.add_argument('--auc-threshold', type=float,
+                   default=conventions.DEFAULT_AUC_THRESHOLD,
                    help='Evaluator blesses (and Pusher pushes) at or above')
   run.add_argument('--min-auc-gain', type=float, default=0.0,
                    help='required AUC gain over the serving (latest blessed) '

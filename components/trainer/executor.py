@@ -23,11 +23,12 @@ from tfx.types import standard_component_specs as std
 from tfx.utils import json_utils
 
 from tfx_autostrategy.components import accelerator
+from tfx_autostrategy.components import conventions
 from tfx_autostrategy.components import settings as settings_lib
 from tfx_autostrategy.components.trainer import spec
 from tfx_autostrategy.components.trainer import trainer_module
 
-ALLOWED_LABELS = (0, 1)
+ALLOWED_LABELS = conventions.LABELS
 
 
 class LabelError(ValueError):

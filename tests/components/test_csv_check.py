@@ -6,6 +6,7 @@ import re
 import pytest
 
 from tfx_autostrategy import sample_data
+from tfx_autostrategy.components import conventions
 from tfx_autostrategy.components import csv_check
 
 TESTDATA = os.path.join(os.path.dirname(os.path.dirname(__file__)),
@@ -51,12 +52,11 @@ def test_presplit_layout_detected():
   assert report.id_is_int is True
 
 
-def test_split_patterns_match_layouts():
-  assert csv_check.split_patterns('single') == {'single_split': '*.csv'}
-  assert csv_check.split_patterns('presplit') == {
+def test_input_patterns_of_the_two_layouts():
+  assert conventions.input_patterns(presplit=False) == {
+      'single_split': '*.csv'}
+  assert conventions.input_patterns(presplit=True) == {
       'train': 'train/*.csv', 'eval': 'eval/*.csv'}
-  with pytest.raises(ValueError, match="layout must be"):
-    csv_check.split_patterns('other')
 
 
 def test_generated_data_passes_with_exact_counts(tmp_path):

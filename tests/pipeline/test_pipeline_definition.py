@@ -1,5 +1,7 @@
 """create_pipeline's pure parts: evaluation config and the component graph."""
 
+import json
+
 import pytest
 import tensorflow_model_analysis as tfma
 
@@ -66,6 +68,22 @@ def test_one_class_reason(mean_label, rows, reason):
 def test_no_language_slice_without_a_slice_column():
   eval_config = pipeline_lib.eval_config(_config(slice_by_lang=False))
   assert [list(s.feature_keys) for s in eval_config.slicing_specs] == [[]]
+
+
+@pytest.mark.parametrize('presplit, inputs, outputs', [
+    (False, [{'name': 'single_split', 'pattern': '*.csv'}],
+     {'split_config': {'splits': [{'name': 'train', 'hash_buckets': 4},
+                                  {'name': 'eval', 'hash_buckets': 1}]}}),
+    (True, [{'name': 'train', 'pattern': 'train/*.csv'},
+            {'name': 'eval', 'pattern': 'eval/*.csv'}], {}),
+])
+def test_example_gen_reads_the_layout_and_splits_4_to_1_by_hash(
+    presplit, inputs, outputs):
+  [example_gen] = [c for c in pipeline_lib.create_pipeline(
+      _config(presplit=presplit)).components if c.id == 'CsvExampleGen']
+  properties = example_gen.exec_properties
+  assert json.loads(properties['input_config']) == {'splits': inputs}
+  assert json.loads(properties['output_config']) == outputs
 
 
 def test_each_component_reads_the_outputs_create_pipeline_wires_to_it():
