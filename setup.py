@@ -25,7 +25,7 @@ setuptools.setup(
     packages=list(PACKAGE_DIRS),
     package_dir=PACKAGE_DIRS,
     package_data={
-        'tfx_autostrategy': ['sample/*.csv'],
+        'tfx_autostrategy': ['sample/*.csv', 'sample/*.json'],
         'tfx_autostrategy.schemas': ['*/*.pbtxt'],
     },
     # Exact versions live in requirements.lock (the one lock file, made from

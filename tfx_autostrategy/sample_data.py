@@ -29,7 +29,9 @@ writes DIR/comments.csv, or DIR/train/ and DIR/eval/ with `--split`.
 import argparse
 import csv
 import dataclasses
+import importlib.resources
 import itertools
+import json
 import os
 import random
 import sys
@@ -83,140 +85,17 @@ class _Vocabulary:
   mentions: Tuple[str, ...]
 
 
-def _words(text: str) -> Tuple[str, ...]:
-  return tuple(text.split('|'))
+def _load_vocabularies() -> Dict[str, _Vocabulary]:
+  """The word lists of every language, from `sample/vocabularies.json`."""
+  text = importlib.resources.files('tfx_autostrategy').joinpath(
+      'sample', 'vocabularies.json').read_text(encoding='utf-8')
+  return {lang: _Vocabulary(**{name: tuple(words)
+                               for name, words in lists.items()})
+          for lang, lists in json.loads(text).items()}
 
 
-_VOCABULARIES: Dict[str, _Vocabulary] = {
-    'en': _Vocabulary(
-        neutral=_words(
-            'the|a|is|this|I|you|we|and|of|to|in|for|it|that|article|source|'
-            'page|edit|thanks|please|discussion|reference|section|history|'
-            'city|music|football|film|book|season|team|government|election|'
-            'river|school|village|editor|citation|photo|map|language|century|'
-            'company|album|player|museum|bridge|station|weather|question|'
-            'answer|agree|update|link|consensus|talk|help|welcome|'
-            'interesting|good|great|useful|correct|fixed|added|removed|'
-            'checked|before|after|because|maybe|really|also|café|naïve'),
-        insults=_words('idiot|stupid|moron|pathetic|loser|dumb|clown'),
-        hostile=_words('nobody cares|go away|get lost|shut up|'
-                       'what a waste of time|get a life'),
-        you=_words('you are|you|such a|what a|you absolute'),
-        mentions=_words(
-            'not {}|I never said {}|the word "{}" is|calling someone "{}" '
-            'is not ok|don\'t call people {}|he wrote "{}", so I reverted|'
-            'no one here is {}')),
-    'es': _Vocabulary(
-        neutral=_words(
-            'el|la|es|esto|yo|tú|nosotros|y|de|en|para|que|artículo|fuente|'
-            'página|edición|gracias|por favor|discusión|referencia|sección|'
-            'historia|ciudad|música|fútbol|película|libro|temporada|equipo|'
-            'gobierno|elección|río|escuela|pueblo|pregunta|respuesta|acuerdo|'
-            'enlace|ayuda|bienvenido|interesante|bueno|útil|correcto|añadido|'
-            'también|porque|después|año|niño|canción|señal|mañana'),
-        insults=_words('idiota|estúpido|imbécil|patético|perdedor|'
-                       'tonto|payaso'),
-        hostile=_words('a nadie le importa|lárgate|cállate|vete de aquí|'
-                       'qué pérdida de tiempo'),
-        you=_words('eres|eres un|qué|tú eres'),
-        mentions=_words('no es {}|la palabra "{}"|nunca dije {}|'
-                        'llamar "{}" a alguien no está bien|nadie aquí es {}')),
-    'it': _Vocabulary(
-        neutral=_words(
-            'il|la|è|questo|io|tu|noi|e|di|in|per|che|articolo|fonte|pagina|'
-            'modifica|grazie|per favore|discussione|riferimento|sezione|'
-            'storia|città|musica|calcio|film|libro|stagione|squadra|governo|'
-            'elezione|fiume|scuola|paese|domanda|risposta|accordo|'
-            'collegamento|aiuto|benvenuto|interessante|buono|utile|corretto|'
-            'aggiunto|anche|perché|però|più|già|caffè|università'),
-        insults=_words('idiota|stupido|imbecille|patetico|perdente|'
-                       'scemo|cretino'),
-        hostile=_words('non importa a nessuno|vattene|stai zitto|'
-                       'che perdita di tempo'),
-        you=_words('sei|sei un|che|tu sei'),
-        mentions=_words('non è {}|la parola "{}"|non ho mai detto {}|'
-                        'dare del "{}" a qualcuno non va bene|'
-                        'nessuno qui è {}')),
-    'tr': _Vocabulary(
-        neutral=_words(
-            'bu|bir|ve|ile|için|ben|sen|biz|çok|ama|de|da|makale|kaynak|'
-            'sayfa|düzenleme|teşekkürler|lütfen|tartışma|kaynakça|bölüm|'
-            'tarih|şehir|müzik|futbol|film|kitap|sezon|takım|hükümet|seçim|'
-            'nehir|okul|köy|soru|cevap|anlaşma|bağlantı|yardım|hoş geldiniz|'
-            'ilginç|iyi|yararlı|doğru|eklendi|ayrıca|çünkü|İstanbul|İzmir|'
-            'ışık|ılık|değişiklik|güzel|öğrenci|üniversite'),
-        insults=_words('aptal|salak|gerizekalı|ahmak|zavallı|ezik|'
-                       'beyinsiz'),
-        hostile=_words('kimse umursamıyor|defol|kes sesini|'
-                       'tam bir zaman kaybı'),
-        you=_words('sen|sen bir|tam bir|sen tam bir'),
-        mentions=_words('{} değil|"{}" kelimesi|asla {} demedim|'
-                        'birine "{}" demek doğru değil|burada kimse {} değil')),
-    'ru': _Vocabulary(
-        neutral=_words(
-            'это|и|в|на|я|ты|мы|что|для|но|статья|источник|страница|правка|'
-            'спасибо|пожалуйста|обсуждение|ссылка|раздел|история|город|'
-            'музыка|футбол|фильм|книга|сезон|команда|правительство|выборы|'
-            'река|школа|деревня|вопрос|ответ|согласие|помощь|'
-            'добро пожаловать|интересно|хорошо|полезно|правильно|добавлено|'
-            'также|потому что|ещё|всё|ёлка|объём|Москва'),
-        insults=_words('идиот|тупой|придурок|жалкий|неудачник|дурак|'
-                       'клоун'),
-        hostile=_words('всем плевать|уходи отсюда|замолчи|'
-                       'пустая трата времени'),
-        you=_words('ты|ты просто|какой же ты|ну ты и'),
-        mentions=_words('не {}|слово «{}»|я не говорил {}|'
-                        'называть кого-то «{}» нельзя|здесь никто не {}')),
-    'fr': _Vocabulary(
-        neutral=_words(
-            'le|la|est|ceci|je|tu|nous|et|de|en|pour|que|article|source|page|'
-            'modification|merci|s\'il vous plaît|discussion|référence|'
-            'section|histoire|ville|musique|football|film|livre|saison|'
-            'équipe|gouvernement|élection|rivière|école|village|question|'
-            'réponse|accord|lien|aide|bienvenue|intéressant|bon|utile|'
-            'correct|ajouté|aussi|parce que|déjà|être|où|garçon|cœur|'
-            'français'),
-        insults=_words('idiot|stupide|crétin|pathétique|minable|'
-                       'imbécile|bouffon'),
-        hostile=_words('tout le monde s\'en fiche|va-t\'en|tais-toi|'
-                       'quelle perte de temps'),
-        you=_words('tu es|t\'es|quel|espèce de'),
-        mentions=_words('pas {}|le mot « {} »|je n\'ai jamais dit {}|'
-                        'traiter quelqu\'un de « {} » n\'est pas correct|'
-                        'personne ici n\'est {}')),
-    'pt': _Vocabulary(
-        neutral=_words(
-            'o|a|é|isto|eu|você|nós|e|de|em|para|que|artigo|fonte|página|'
-            'edição|obrigado|por favor|discussão|referência|seção|história|'
-            'cidade|música|futebol|filme|livro|temporada|equipe|governo|'
-            'eleição|rio|escola|aldeia|pergunta|resposta|acordo|ligação|'
-            'ajuda|bem-vindo|interessante|bom|útil|correto|adicionado|'
-            'também|porque|coração|informação|São Paulo|ação'),
-        insults=_words('idiota|estúpido|imbecil|patético|perdedor|'
-                       'burro|otário'),
-        hostile=_words('ninguém se importa|vai embora|cala a boca|'
-                       'que perda de tempo'),
-        you=_words('você é|seu|que|você é um'),
-        mentions=_words('não é {}|a palavra "{}"|nunca disse {}|'
-                        'chamar alguém de "{}" não está certo|'
-                        'ninguém aqui é {}')),
-    'de': _Vocabulary(
-        neutral=_words(
-            'der|die|ist|das|ich|du|wir|und|von|in|für|aber|Artikel|Quelle|'
-            'Seite|Bearbeitung|danke|bitte|Diskussion|Referenz|Abschnitt|'
-            'Geschichte|Stadt|Musik|Fußball|Film|Buch|Saison|Mannschaft|'
-            'Regierung|Wahl|Fluss|Schule|Dorf|Frage|Antwort|Einigung|Verweis|'
-            'Hilfe|willkommen|interessant|gut|nützlich|richtig|hinzugefügt|'
-            'auch|weil|größer|Straße|Übersicht|Änderung|schön|München'),
-        insults=_words('Idiot|dumm|Trottel|erbärmlich|Versager|Depp|'
-                       'Vollidiot'),
-        hostile=_words('das interessiert keinen|hau ab|halt den Mund|'
-                       'was für eine Zeitverschwendung'),
-        you=_words('du bist|du|so ein|was für ein'),
-        mentions=_words('nicht {}|das Wort „{}“|ich habe nie {} gesagt|'
-                        'jemanden „{}“ zu nennen ist nicht ok|'
-                        'niemand hier ist {}')),
-}
+# Language -> word lists, in the file's order (the generator draws from it).
+_VOCABULARIES: Dict[str, _Vocabulary] = _load_vocabularies()
 
 LANGUAGES = tuple(_VOCABULARIES)
 # English dominates the real Jigsaw data; the others share the rest equally.
