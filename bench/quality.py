@@ -43,6 +43,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold
 from sklearn.pipeline import FeatureUnion
 
+from tfx_autostrategy import tf_env
+
 TEXT_COLUMN = 'comment_text'
 LABEL_COLUMN = 'toxic'
 C_GRID = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
@@ -179,7 +181,7 @@ def parse_cli_result(stdout: str) -> Optional[Dict[str, Any]]:
 def run_pipeline(command: Sequence[str], timeout: float) -> Dict[str, Any]:
   """Runs the CLI and returns its AUC, wall time, exit code and error tail."""
   # The pipeline needs Keras 2 (see README); set it for the child only.
-  env = dict(os.environ, TF_USE_LEGACY_KERAS='1')
+  env = tf_env.subprocess_env()
   start = time.perf_counter()
   try:
     completed = subprocess.run(command, capture_output=True, text=True,
@@ -264,7 +266,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
       args.autostrategy, os.path.abspath(args.data),
       os.path.abspath(os.path.join(args.output, 'pipeline')), args.epochs,
       args.cli_arg)
-  report['pipeline_command'] = 'TF_USE_LEGACY_KERAS=1 ' + shlex.join(command)
+  report['pipeline_command'] = ' '.join(
+      [*(f'{k}={v}' for k, v in tf_env.KERAS_ENV.items()), shlex.join(command)])
   if args.skip_pipeline:
     report['pipeline'] = {'auc': None, 'wall_seconds': None, 'skipped': True}
   else:

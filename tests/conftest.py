@@ -2,9 +2,11 @@
 
 import os
 
+from tfx_autostrategy import tf_env
+
 # tf.keras must be tf_keras (Keras 2) in every test process; TFX, TFMA and
 # MultiWorkerMirroredStrategy need it and TF decides at import time.
-os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
+tf_env.set_keras_flavour()
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
 import json

@@ -23,6 +23,8 @@ import sys
 import time
 from typing import Any, Dict, List, Optional
 
+from tfx_autostrategy import tf_env
+
 EXIT_OK, EXIT_FAILED, EXIT_BAD_INPUT = 0, 1, 2
 DEFAULT_OUTPUT = 'outputs/rehearse'
 # Epochs of a rehearsal: two, so that every epoch-boundary callback fires and
@@ -259,7 +261,7 @@ def run_workers(shape, upstream: Dict[str, Any], trainer_settings,
     json.dump(spec, f, indent=2)
   processes = []
   for index, cluster_env in enumerate(cluster_environments(shape.workers)):
-    env = {**os.environ, **cluster_env, 'TF_USE_LEGACY_KERAS': '1'}
+    env = tf_env.subprocess_env(**cluster_env)
     env.pop(accelerator.CPU_REPLICAS_ENV, None)
     if shape.replicas_per_worker > 1:
       env[accelerator.CPU_REPLICAS_ENV] = str(shape.replicas_per_worker)

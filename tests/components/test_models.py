@@ -12,7 +12,8 @@ import tiny_encoder
 
 SCRIPT = textwrap.dedent("""
     import json, os, sys
-    os.environ['TF_USE_LEGACY_KERAS'] = '1'
+    from tfx_autostrategy import tf_env
+    tf_env.set_keras_flavour()
     from tfx_autostrategy.components import accelerator
     accelerator.configure_cpu_replicas(4)
     import numpy as np

@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+from tfx_autostrategy import tf_env
 from tfx_autostrategy.components import accelerator
 
 WORKER_SCRIPT = os.path.join(os.path.dirname(__file__), 'multiworker_worker.py')
@@ -37,8 +38,9 @@ def worker_env(cluster, index):
   env = {k: v for k, v in os.environ.items()
          if k not in ('TF_CONFIG', 'CLUSTER_SPEC', 'TPU_NAME', 'TPU_CONFIG',
                       accelerator.CPU_REPLICAS_ENV)}
-  env.update(TF_USE_LEGACY_KERAS='1', TF_CPP_MIN_LOG_LEVEL='2',
-             TF_CONFIG=json.dumps({'cluster': cluster,
+  env = tf_env.subprocess_env(
+      env, TF_CPP_MIN_LOG_LEVEL='2',
+      TF_CONFIG=json.dumps({'cluster': cluster,
                                    'task': {'type': 'worker', 'index': index}}))
   return env
 

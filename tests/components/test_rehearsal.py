@@ -17,7 +17,8 @@ import tiny_encoder
 
 PRELUDE = textwrap.dedent("""
     import json, os, sys
-    os.environ['TF_USE_LEGACY_KERAS'] = '1'
+    from tfx_autostrategy import tf_env
+    tf_env.set_keras_flavour()
     import numpy as np
     import tensorflow as tf
     from tfx_autostrategy.components import accelerator

@@ -11,7 +11,8 @@ import textwrap
 
 SCRIPT = textwrap.dedent("""
     import os, sys
-    os.environ['TF_USE_LEGACY_KERAS'] = '1'
+    from tfx_autostrategy import tf_env
+    tf_env.set_keras_flavour()
     import tensorflow as tf
 
     class Encoder(tf.Module):

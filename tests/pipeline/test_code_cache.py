@@ -28,7 +28,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(
 
 RUN_SCRIPT = textwrap.dedent("""
     import json, os, sys
-    os.environ['TF_USE_LEGACY_KERAS'] = '1'
+    from tfx_autostrategy import tf_env
+    tf_env.set_keras_flavour()
     import tfx_autostrategy
     # The copy, not the editable install, must be the code that runs.
     assert tfx_autostrategy.__file__.startswith(sys.argv[3]), tfx_autostrategy.__file__

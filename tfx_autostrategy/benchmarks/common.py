@@ -20,13 +20,15 @@ import threading
 import time
 from typing import Any, Dict, List, Mapping, Optional, Sequence
 
+from tfx_autostrategy import tf_env
+
 RESULT_PREFIX = 'AUTOSTRATEGY_BENCH_RESULT '
 
 # What every worker needs before TensorFlow is imported (see README,
 # "Keras flavour").
 WORKER_ENV = {
-    'TF_USE_LEGACY_KERAS': '1',
-    'TF_CPP_MIN_LOG_LEVEL': '2',
+    **tf_env.KERAS_ENV,
+    **tf_env.QUIET_ENV,
     'PYTHONWARNINGS': 'ignore',
 }
 
@@ -121,8 +123,7 @@ def command_text(argv: Sequence[str]) -> str:
   argv = list(argv)
   if argv and argv[0] == sys.executable:
     argv[0] = 'python'
-  env = ' '.join(f'{k}={v}' for k, v in WORKER_ENV.items()
-                 if k == 'TF_USE_LEGACY_KERAS')
+  env = ' '.join(f'{k}={v}' for k, v in tf_env.KERAS_ENV.items())
   return f'{env} {shlex.join(argv)}'
 
 

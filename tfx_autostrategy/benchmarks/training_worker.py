@@ -36,11 +36,13 @@ import os
 import sys
 import time
 
+from tfx_autostrategy import tf_env
+
 VARIANTS = ('trainer', 'memory', 'streamed', 'input')
 
 
 def _configure_devices(cpu_replicas: int) -> None:
-  os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
+  tf_env.set_keras_flavour()
   from tfx_autostrategy.components import accelerator  # pylint: disable=g-import-not-at-top
   if cpu_replicas:
     accelerator.configure_cpu_replicas(cpu_replicas)

@@ -18,6 +18,8 @@ import os
 import sys
 import time
 
+from tfx_autostrategy import tf_env
+
 MODES = ('in_memory', 'multi_processing')
 KEPT = ('CsvExampleGen', 'ImportSchemaGen', 'Transform')
 
@@ -78,7 +80,7 @@ def main(argv=None) -> int:
   parser.add_argument('--workers', type=int, default=2)
   args = parser.parse_args(argv)
 
-  os.environ.setdefault('TF_USE_LEGACY_KERAS', '1')
+  tf_env.set_keras_flavour()
   started = time.monotonic()
   from tfx_autostrategy.benchmarks import common  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.components import csv_check  # pylint: disable=g-import-not-at-top
