@@ -21,6 +21,8 @@ REPORT_FILE = 'report.html'
 # small to trust: a few dozen rows move AUC by several points.
 MIN_SLICE_ROWS = 100
 MIN_SLICE_LABEL_ROWS = 10
+# Calibration is shown in this many equal-width bins of predicted probability.
+CALIBRATION_BINS = 10
 _PLAN_KEYS = ('accelerator', 'strategy', 'num_replicas',
               'per_replica_batch_size', 'global_batch_size', 'precision',
               'steps_per_execution', 'jit_compile', 'backup_every_steps',
@@ -117,7 +119,7 @@ def evaluation_curves(plots: Dict[str, Any],
                ylim=(0, 1.02))
       axes.grid(alpha=0.3)
     images += [_figure_png(roc), _figure_png(pr)]
-  buckets = [b for b in plots.get('calibration_buckets') or []
+  buckets = [b for b in calibration_bins(plots.get('calibration_buckets') or [])
              if b['numWeightedExamples'] > 0]
   if buckets:
 
@@ -140,6 +142,31 @@ def evaluation_curves(plots: Dict[str, Any],
   return images
 
 
+def calibration_bins(buckets: Sequence[Dict[str, float]],
+                     bins: int = CALIBRATION_BINS) -> List[Dict[str, float]]:
+  """TFMA's fine calibration buckets summed into `bins` equal-width bins.
+
+  TFMA's CalibrationPlot has 1,000 buckets by default; a few hundred eval
+  rows leave most of them empty or with one row, which plots as noise.
+  Buckets are assigned by their lower threshold; those outside [0, 1)
+  (TFMA's under- and overflow buckets) go to the first and last bin.
+  """
+  keys = ('numWeightedExamples', 'totalWeightedLabel',
+          'totalWeightedRefinedPrediction')
+  summed = [dict.fromkeys(keys, 0.0) for _ in range(bins)]
+  for bucket in buckets:
+    low = bucket['lowerThresholdInclusive']
+    if low != low or low < 0:  # NaN or -inf: the underflow bucket.
+      index = 0
+    elif low >= 1:
+      index = bins - 1
+    else:
+      index = min(bins - 1, int(low * bins))
+    for key in keys:
+      summed[index][key] += bucket[key]
+  return summed
+
+
 def _e(value: Any) -> str:
   return html.escape(str(value))
 
@@ -151,11 +178,12 @@ def _n(value: Optional[float], digits: int = 4) -> str:
 def _table(header: Sequence[str], rows: Sequence[Sequence[Any]],
            numeric: Sequence[int] = ()) -> str:
   head = ''.join(f'<th>{_e(h)}</th>' for h in header)
+  head = f'<tr>{head}</tr>' if any(header) else ''
   body = ''.join(
       '<tr>' + ''.join(
           f'<td class="num">{c}</td>' if i in numeric else f'<td>{c}</td>'
           for i, c in enumerate(row)) + '</tr>' for row in rows)
-  return f'<table><tr>{head}</tr>{body}</table>'
+  return f'<table>{head}{body}</table>'
 
 
 def _missing(facts: Dict[str, Any], part: str, what: str) -> str:
@@ -266,7 +294,9 @@ def render(facts: Dict[str, Any]) -> str:
            _e(summary.get('min_auc_gain', '?'))),
           ('candidate AUC', _n(metrics.get('auc'))),
           ('baseline (serving) model',
-           f'<code>{_e(facts["baseline_model"])}</code>'
+           f'<code>{_e(facts["baseline_model"])}</code>' +
+           (' (the candidate itself: it already serves)'
+            if facts.get('baseline_is_candidate') else '')
            if facts['baseline_model'] else 'none (first blessed model)'),
           ('baseline AUC', _n((baseline or {}).get('auc'))
            if baseline else 'n/a'),

@@ -146,6 +146,10 @@ def collect(output_dir: str) -> Dict[str, Any]:
     return facts
   # Component ids (pipeline.py imports TFX; so does reading MLMD).
   from tfx_autostrategy.pipeline import pipeline as p  # pylint: disable=g-import-not-at-top
+  order = {name: i for i, name in enumerate(p.COMPONENT_IDS)}
+  facts['components'] = sorted(
+      facts['components'],
+      key=lambda c: order.get(c.get('component'), len(order)))
   nodes: Dict[str, Any] = {}
 
   def metadata():
@@ -187,6 +191,13 @@ def collect(output_dir: str) -> Dict[str, Any]:
   def evaluator():
     baseline = _artifact(nodes, p.EVALUATOR, 'inputs', 'baseline_model')
     facts['baseline_model'] = baseline.uri if baseline is not None else None
+    candidate = _artifact(nodes, p.EVALUATOR, 'inputs', 'model')
+    if (baseline is None and candidate is not None and
+        facts['summary'].get('baseline_metrics')):
+      # MLMD keeps one input event per artifact: when the serving model is
+      # the candidate itself (a cached Trainer), only 'model' is recorded.
+      facts['baseline_model'] = candidate.uri
+      facts['baseline_is_candidate'] = True
     evaluation = _artifact(nodes, p.EVALUATOR, 'outputs', 'evaluation')
     if evaluation is not None:
       facts['plots'] = _eval_plots(evaluation.uri)
