@@ -13,7 +13,7 @@ import json
 import os
 import sys
 import time
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -293,11 +293,16 @@ def _run_settings(args: argparse.Namespace) -> Dict[str, Any]:
       k for k, v in values.items() if k in defaults and defaults[k] != v)}
 
 
-def _write_report(output_dir: str, log_path: str, out) -> Optional[str]:
-  """Writes OUT/report.html (its logs to the log file); prints its path.
+def _write_report(output_dir: str, log_path: str, out
+                  ) -> Tuple[Optional[str], Optional[str]]:
+  """Writes OUT/report.html (its logs to the log file).
 
   A report that cannot be written is a warning: the run's outcome and exit
   code stand.
+
+  Returns:
+    The report's path and the run's model_run directory (TensorBoard logs);
+    None for what is not there.
   """
   from tfx_autostrategy.pipeline import report  # pylint: disable=g-import-not-at-top
   try:
@@ -305,11 +310,16 @@ def _write_report(output_dir: str, log_path: str, out) -> Optional[str]:
       path, facts = report.write_report(output_dir)
   except Exception as error:  # pylint: disable=broad-except
     print(f'warning: no report written: {_error_text(error)}', file=out)
-    return None
-  print(f'report: {path}', file=out)
-  if facts.get('model_run'):
-    print(f'tensorboard: tensorboard --logdir {facts["model_run"]}', file=out)
-  return path
+    return None, None
+  return path, facts.get('model_run')
+
+
+def _print_report_lines(path: Optional[str], model_run: Optional[str],
+                        out) -> None:
+  if path:
+    print(f'report: {path}', file=out)
+  if model_run:
+    print(f'tensorboard: tensorboard --logdir {model_run}', file=out)
 
 
 def cmd_report(args: argparse.Namespace) -> int:
@@ -328,9 +338,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     # A running pipeline is still writing what the report reads.
     with run_lock.hold(output_dir, command=run_lock.command_line(
         getattr(args, 'argv', None))):
-      path = _write_report(output_dir,
-                           local_runner.Layout(output_dir).log_path,
-                           sys.stdout)
+      path, model_run = _write_report(
+          output_dir, local_runner.Layout(output_dir).log_path, sys.stdout)
+      _print_report_lines(path, model_run, sys.stdout)
   except (OSError, run_lock.RunLockedError) as error:
     print(f'error: {error}', file=sys.stderr)
     return EXIT_BAD_INPUT
@@ -473,7 +483,8 @@ def _run_locked(args: argparse.Namespace, lock: contextlib.ExitStack) -> int:
           f'{" in " + failed if failed else ""}; no model was pushed in this '
           'run.', file=out)
     print(f'full log: {layout.log_path}', file=out)
-    _write_report(layout.output_dir, layout.log_path, out)
+    _print_report_lines(*_write_report(layout.output_dir, layout.log_path, out),
+                        out)
     print(f'error: {failed + " failed: " if failed else ""}{cause}',
           file=sys.stderr)
     return EXIT_FAILED
@@ -482,8 +493,10 @@ def _run_locked(args: argparse.Namespace, lock: contextlib.ExitStack) -> int:
   local_runner.write_summary(result, summary_path, status=status,
                              **report_keys)
   _print_summary(result, out)
-  report_path = _write_report(layout.output_dir, layout.log_path, out)
+  report_path, model_run = _write_report(layout.output_dir, layout.log_path,
+                                         out)
   print(f'finished in {time.monotonic() - started:.0f} s', file=out)
+  _print_report_lines(report_path, model_run, out)
   if args.json:
     print(json.dumps({
         'pushed_model': result.pushed_model,
