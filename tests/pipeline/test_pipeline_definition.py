@@ -81,3 +81,12 @@ def test_components_run_in_dependency_order_with_the_gate_before_transform():
   trainer = by_id[pipeline_lib.TRAINER]
   assert {pipeline_lib.TRANSFORM, pipeline_lib.STATISTICS_GEN} <= {
       n.id for n in trainer.upstream_nodes}
+
+
+def test_eval_config_computes_the_report_plots_without_thresholds():
+  # The run report draws ROC/PR and calibration from these TFMA plots.
+  eval_config = pipeline_lib.eval_config(_config())
+  metrics = {m.class_name: m for m in eval_config.metrics_specs[0].metrics}
+  for name in ('ConfusionMatrixPlot', 'CalibrationPlot'):
+    assert not metrics[name].per_slice_thresholds
+    assert not metrics[name].HasField('threshold')
