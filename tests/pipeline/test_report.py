@@ -16,8 +16,8 @@ import pytest
 from conftest import PIPELINE_RUN_PER_REPLICA_BATCH
 from conftest import PIPELINE_RUN_REPLICAS
 from conftest import run_cli
-from tfx_autostrategy.pipeline import report
 from tfx_autostrategy.pipeline import report_data
+from tfx_autostrategy.pipeline import report_plots
 
 import browser  # pylint: disable=g-bad-import-order
 
@@ -113,7 +113,7 @@ def test_calibration_bins_sum_tfma_buckets_by_lower_threshold():
     return {'lowerThresholdInclusive': low, 'upperThresholdExclusive': 0,
             'numWeightedExamples': rows, 'totalWeightedLabel': label,
             'totalWeightedRefinedPrediction': prediction}
-  bins = report.calibration_bins([
+  bins = report_plots.calibration_bins([
       bucket(float('-inf'), 1, 0, 0.0), bucket(0.001, 2, 1, 0.01),
       bucket(0.55, 3, 2, 1.7), bucket(0.999, 4, 4, 3.99),
       bucket(1.0, 5, 5, 5.0)], bins=10)
