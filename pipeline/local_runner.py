@@ -185,15 +185,33 @@ class RunResult:
     return dataclasses.asdict(self)
 
 
-class ProgressHandler(logging.Handler):
-  """Turns LocalDagRunner's 'Component X is running/finished' logs into events."""
+# The Trainer's epoch-end log record (trainer_module.EpochLog): epoch, epochs
+# and the epoch's values as JSON.
+EPOCH_FINISHED_MESSAGE = 'autostrategy: epoch %d/%d finished %s'
 
-  def __init__(self, on_event: Callable[[str, str, Optional[float]], None]):
+
+class ProgressHandler(logging.Handler):
+  """Turns LocalDagRunner's 'Component X is running/finished' logs into events.
+
+  With `on_epoch`, the Trainer's epoch-end records become
+  `on_epoch(epoch, epochs, values)` calls (values: loss, auc, val_auc,
+  examples_per_second, ...), for a console line per epoch.
+  """
+
+  def __init__(self, on_event: Callable[[str, str, Optional[float]], None],
+               on_epoch: Optional[Callable[[int, int, Dict[str, float]],
+                                           None]] = None):
     super().__init__(level=logging.INFO)
     self._on_event = on_event
+    self._on_epoch = on_epoch
     self._started: Dict[str, float] = {}
 
   def emit(self, record: logging.LogRecord) -> None:
+    if record.msg == EPOCH_FINISHED_MESSAGE:
+      if self._on_epoch:
+        epoch, epochs, values = record.args
+        self._on_epoch(epoch, epochs, json.loads(values))
+      return
     if record.msg not in ('Component %s is running.',
                           'Component %s is finished.'):
       return
@@ -208,11 +226,13 @@ class ProgressHandler(logging.Handler):
 
 def run_pipeline(config: config_lib.PipelineConfig,
                  on_event: Optional[Callable[[str, str, Optional[float]], None]] = None,
-                 until: str = '') -> RunResult:
+                 until: str = '',
+                 on_epoch: Optional[Callable[[int, int, Dict[str, float]],
+                                             None]] = None) -> RunResult:
   """Runs `create_pipeline(config, until)` with LocalDagRunner; reads the outcome."""
   from tfx import v1 as tfx  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.pipeline import pipeline as pipeline_lib  # pylint: disable=g-import-not-at-top
-  handler = ProgressHandler(on_event) if on_event else None
+  handler = ProgressHandler(on_event, on_epoch) if on_event else None
   if handler:
     logging.getLogger().addHandler(handler)
   try:

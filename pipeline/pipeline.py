@@ -76,6 +76,9 @@ def eval_config(config: config_lib.PipelineConfig) -> tfma.EvalConfig:
   `--auc-threshold 0`). So the overall mean label must lie strictly between
   0 and 1 for a blessing, and the local runner reports such AUCs as
   undefined (`local_runner.one_class_reason`).
+
+  The confusion-matrix and calibration plots feed the run report
+  (`pipeline/report.py`).
   """
   slicing_specs = [tfma.SlicingSpec()]
   if config.slice_by_lang and config.text.slice_column:
@@ -117,6 +120,10 @@ def eval_config(config: config_lib.PipelineConfig) -> tfma.EvalConfig:
               tfma.MetricConfig(class_name='BinaryAccuracy'),
               tfma.MetricConfig(class_name='Precision'),
               tfma.MetricConfig(class_name='Recall'),
+              # The run report's ROC, precision-recall and calibration
+              # curves come from these (TFMA's thresholds, not recomputed).
+              tfma.MetricConfig(class_name='ConfusionMatrixPlot'),
+              tfma.MetricConfig(class_name='CalibrationPlot'),
           ])
       ])
 

@@ -13,7 +13,7 @@ import json
 import os
 import sys
 import time
-from typing import List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -109,6 +109,10 @@ def build_parser() -> argparse.ArgumentParser:
   run.add_argument('--json', action='store_true',
                    help='end with one JSON line: pushed_model, blessed, metrics')
   _add_training_options(run)
+
+  report = commands.add_parser(
+      'report', help='(re)write OUT/report.html for an existing run')
+  report.add_argument('output', help='the --output directory of a run')
 
   detect = commands.add_parser(
       'detect', help='show the strategy the Trainer would use here')
@@ -279,6 +283,72 @@ def _print_summary(result, out) -> None:
         file=out)
 
 
+# Run options that are not settings of the run (shown nowhere in the report).
+_NOT_SETTINGS = ('command', 'argv', 'output', 'json', 'data')
+
+
+def _run_settings(args: argparse.Namespace) -> Dict[str, Any]:
+  """Every option of `run`, and the names of those not at their default."""
+  defaults = vars(build_parser().parse_args(['run']))
+  values = {k: v for k, v in vars(args).items() if k not in _NOT_SETTINGS}
+  return {'settings': values, 'changed_settings': sorted(
+      k for k, v in values.items() if k in defaults and defaults[k] != v)}
+
+
+def _write_report(output_dir: str, log_path: str, out
+                  ) -> Tuple[Optional[str], Optional[str]]:
+  """Writes OUT/report.html (its logs to the log file).
+
+  A report that cannot be written is a warning: the run's outcome and exit
+  code stand.
+
+  Returns:
+    The report's path and the run's model_run directory (TensorBoard logs);
+    None for what is not there.
+  """
+  from tfx_autostrategy.pipeline import report  # pylint: disable=g-import-not-at-top
+  try:
+    with _logs_to_file(log_path):
+      path, facts = report.write_report(output_dir)
+  except Exception as error:  # pylint: disable=broad-except
+    print(f'warning: no report written: {_error_text(error)}', file=out)
+    return None, None
+  return path, facts.get('model_run')
+
+
+def _print_report_lines(path: Optional[str], model_run: Optional[str],
+                        out) -> None:
+  if path:
+    print(f'report: {path}', file=out)
+  if model_run:
+    print(f'tensorboard: tensorboard --logdir {model_run}', file=out)
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+  """`autostrategy report OUT`: (re)writes OUT/report.html."""
+  from tfx_autostrategy.pipeline import local_runner  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.pipeline import report_data  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.pipeline import run_lock  # pylint: disable=g-import-not-at-top
+  output_dir = os.path.abspath(args.output)
+  if not any(os.path.exists(os.path.join(output_dir, name)) for name in (
+      report_data.SUMMARY_FILE, report_data.METADATA_FILE)):
+    print(f'error: {output_dir}: no run found (neither '
+          f'{report_data.SUMMARY_FILE} nor {report_data.METADATA_FILE}); pass '
+          'the --output of an `autostrategy run`', file=sys.stderr)
+    return EXIT_BAD_INPUT
+  try:
+    # A running pipeline is still writing what the report reads.
+    with run_lock.hold(output_dir, command=run_lock.command_line(
+        getattr(args, 'argv', None))):
+      path, model_run = _write_report(
+          output_dir, local_runner.Layout(output_dir).log_path, sys.stdout)
+      _print_report_lines(path, model_run, sys.stdout)
+  except (OSError, run_lock.RunLockedError) as error:
+    print(f'error: {error}', file=sys.stderr)
+    return EXIT_BAD_INPUT
+  return EXIT_OK if path else EXIT_FAILED
+
+
 def cmd_run(args: argparse.Namespace) -> int:
   """`autostrategy run`.
 
@@ -356,9 +426,21 @@ def _run_locked(args: argparse.Namespace, lock: contextlib.ExitStack) -> int:
   print(f'output: {layout.output_dir}', file=out)
   print(f'full log: {layout.log_path}', file=out)
   started = time.monotonic()
+  # What the report shows of the run's inputs and thresholds.
+  report_keys = dict(data_root=os.path.abspath(data_root),
+                     auc_threshold=config.auc_threshold,
+                     min_auc_gain=config.min_auc_gain, **_run_settings(args))
 
   progress = [out]
   running: List[str] = []
+
+  def on_epoch(epoch: int, epochs: int, values: Dict[str, float]) -> None:
+    speed = values.get('examples_per_second')
+    print(f'    epoch {epoch}/{epochs}: loss {_number(values.get("loss"))}, '
+          f'auc {_number(values.get("auc"))}, '
+          f'val_auc {_number(values.get("val_auc"))}'
+          + (f', {speed:.0f} examples/s' if speed else ''),
+          file=progress[0], flush=True)
 
   def on_event(component: str, event: str, seconds: Optional[float]) -> None:
     if event == 'started':
@@ -376,7 +458,8 @@ def _run_locked(args: argparse.Namespace, lock: contextlib.ExitStack) -> int:
     with _logs_to_file(layout.log_path) as (user_out, _):
       progress[0] = user_out
       try:
-        result = local_runner.run_pipeline(config, on_event=on_event)
+        result = local_runner.run_pipeline(config, on_event=on_event,
+                                           on_epoch=on_epoch)
       except Exception as error:  # pylint: disable=broad-except
         failure = error
         # The whole traceback goes to the log; the terminal gets the cause.
@@ -397,19 +480,25 @@ def _run_locked(args: argparse.Namespace, lock: contextlib.ExitStack) -> int:
     cause = _error_text(failure)
     local_runner.write_summary(partial, summary_path, status='failed',
                                failed_component=failed or None, error=cause,
-                               pushed_model=None)
+                               pushed_model=None, **report_keys)
     print(f'\npipeline failed after {time.monotonic() - started:.0f} s'
           f'{" in " + failed if failed else ""}; no model was pushed in this '
           'run.', file=out)
     print(f'full log: {layout.log_path}', file=out)
+    _print_report_lines(*_write_report(layout.output_dir, layout.log_path, out),
+                        out)
     print(f'error: {failed + " failed: " if failed else ""}{cause}',
           file=sys.stderr)
     return EXIT_FAILED
 
   status = 'pushed' if result.pushed_model else 'not_blessed'
-  local_runner.write_summary(result, summary_path, status=status)
+  local_runner.write_summary(result, summary_path, status=status,
+                             **report_keys)
   _print_summary(result, out)
+  report_path, model_run = _write_report(layout.output_dir, layout.log_path,
+                                         out)
   print(f'finished in {time.monotonic() - started:.0f} s', file=out)
+  _print_report_lines(report_path, model_run, out)
   if args.json:
     print(json.dumps({
         'pushed_model': result.pushed_model,
@@ -420,6 +509,7 @@ def _run_locked(args: argparse.Namespace, lock: contextlib.ExitStack) -> int:
         'auc_undefined': result.auc_undefined,
         'model_dir': result.model_dir,
         'output_dir': result.output_dir,
+        'report': report_path,
     }, sort_keys=True, allow_nan=False), file=out)
   if not result.pushed_model:
     one_class = result.auc_undefined.get(local_runner.OVERALL)
@@ -512,7 +602,8 @@ def cmd_rehearse(args: argparse.Namespace) -> int:
 
 
 COMMANDS = {'run': cmd_run, 'detect': cmd_detect, 'compile': cmd_compile,
-            'rehearse': cmd_rehearse, 'bench': cmd_bench}
+            'rehearse': cmd_rehearse, 'bench': cmd_bench,
+            'report': cmd_report}
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

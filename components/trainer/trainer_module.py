@@ -11,6 +11,7 @@ import json
 import logging
 import math
 import os
+import time
 from typing import Any, Dict, Optional, Tuple
 
 import tensorflow as tf
@@ -249,13 +250,20 @@ class EpochLog(tf.keras.callbacks.Callback):
   """Logs epoch boundaries and keeps the history in `model_run_dir`.
 
   The history survives a restart: BackupAndRestore skips finished epochs, and
-  the log shows which epoch a resumed run started from.
+  the log shows which epoch a resumed run started from. Each entry also has
+  `examples_per_second`: training examples of the epoch (steps x global
+  batch) over the epoch's training time, validation excluded; the CLI prints
+  it from the 'finished' log record (`local_runner.ProgressHandler`).
   """
 
-  def __init__(self, history_path: str, epochs: int, write: bool = True):
+  def __init__(self, history_path: str, epochs: int, write: bool = True,
+               examples_per_epoch: int = 0):
     super().__init__()
     self._history_path = history_path
     self._epochs = epochs
+    self._examples_per_epoch = examples_per_epoch
+    self._epoch_started = None
+    self._validation_started = None
     # Only the chief writes: every worker of a cluster gets the same
     # model_run directory.
     self._write = write
@@ -264,6 +272,13 @@ class EpochLog(tf.keras.callbacks.Callback):
   def on_epoch_begin(self, epoch, logs=None):
     logging.info('autostrategy: epoch %d/%d started', epoch + 1, self._epochs)
     self._first_batch = True
+    self._epoch_started = time.monotonic()
+    self._validation_started = None
+
+  def on_test_begin(self, logs=None):
+    # fit's validation pass: the epoch's training time ends here.
+    if self._epoch_started is not None and self._validation_started is None:
+      self._validation_started = time.monotonic()
 
   def on_train_batch_begin(self, batch, logs=None):
     # A run restored from a mid-epoch backup starts the epoch past step 0.
@@ -280,17 +295,25 @@ class EpochLog(tf.keras.callbacks.Callback):
     if tf.io.gfile.exists(self._history_path):
       with tf.io.gfile.GFile(self._history_path) as f:
         history = json.load(f)
-    history.append({'epoch': epoch + 1,
-                    **{k: float(v) for k, v in (logs or {}).items()}})
+    entry = {'epoch': epoch + 1,
+             **{k: float(v) for k, v in (logs or {}).items()}}
+    if self._examples_per_epoch and self._epoch_started is not None:
+      seconds = ((self._validation_started or time.monotonic()) -
+                 self._epoch_started)
+      if seconds > 0:
+        entry['examples_per_second'] = self._examples_per_epoch / seconds
+    history.append(entry)
     if self._write:
       with tf.io.gfile.GFile(self._history_path, 'w') as f:
         json.dump(history, f)
+    # The CLI parses this record (local_runner.EPOCH_FINISHED_MESSAGE).
     logging.info('autostrategy: epoch %d/%d finished %s', epoch + 1,
                  self._epochs, json.dumps(history[-1], sort_keys=True))
 
 
 def training_callbacks(plan: accelerator.DistributionPlan, backup_dir: str,
-                       model_run_dir: str, epochs: int) -> list:
+                       model_run_dir: str, epochs: int,
+                       steps_per_epoch: int = 0) -> list:
   """The callbacks of every Trainer `fit`, in order.
 
   `BackupAndRestore` saves at epoch ends, or every `plan.backup_every_steps`
@@ -307,7 +330,8 @@ def training_callbacks(plan: accelerator.DistributionPlan, backup_dir: str,
       tf.keras.callbacks.BackupAndRestore(backup_dir, save_freq=save_freq),
       tf.keras.callbacks.TensorBoard(model_run_dir, update_freq='epoch'),
       EpochLog(os.path.join(model_run_dir, HISTORY_FILE), epochs,
-               write=plan.is_chief),
+               write=plan.is_chief,
+               examples_per_epoch=steps_per_epoch * plan.global_batch_size),
   ]
 
 
@@ -523,7 +547,7 @@ def run_fn(fn_args) -> None:
     backup_dir = custom_config.get(BACKUP_DIR_KEY) or os.path.join(
         fn_args.model_run_dir, 'backup')
     callbacks = training_callbacks(plan, backup_dir, fn_args.model_run_dir,
-                                   epochs)
+                                   epochs, steps_per_epoch)
     if stand_ins is not None:
       stand_ins.check_callbacks(callbacks)
     model.fit(train_dataset, epochs=epochs, steps_per_epoch=steps_per_epoch,

@@ -27,6 +27,7 @@ is missing failing within a bound instead of hanging
 """
 
 import csv
+import html
 import json
 import os
 import re
@@ -269,6 +270,16 @@ def test_schema_drift_stops_the_run_before_transform(tmp_path):
       'AnomaliesGate': 'FAILED'}  # Transform and later never started.
   assert not os.path.exists(os.path.join(output, 'pipeline_root', 'Transform'))
   assert pushed_versions(output) == []
+  # The report shows the run as far as it got: the failure and the anomalies.
+  report_path = os.path.join(os.path.abspath(output), 'report.html')
+  assert f'report: {report_path}' in proc.stdout.splitlines()
+  with open(report_path) as f:
+    report = html.unescape(f.read())
+  assert '<h1>autostrategy run: failed</h1>' in report
+  assert 'failed in AnomaliesGate: AnomaliesFoundError' in report
+  assert ("<li class=\"bad\">split 'eval', column 'source': New column "
+          '(column in data but not in schema)</li>') in report
+  assert 'the Trainer did not run' in report
 
 
 @pytest.fixture(scope='module')

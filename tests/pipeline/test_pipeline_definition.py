@@ -128,3 +128,12 @@ def test_each_component_reads_the_outputs_create_pipeline_wires_to_it():
       'model_blessing': ('Evaluator', 'blessing')}
   # The resolver reads MLMD only: it depends on nothing in this run.
   assert not by_id['latest_blessed_model_resolver'].upstream_nodes
+
+
+def test_eval_config_computes_the_report_plots_without_thresholds():
+  # The run report draws ROC/PR and calibration from these TFMA plots.
+  eval_config = pipeline_lib.eval_config(_config())
+  metrics = {m.class_name: m for m in eval_config.metrics_specs[0].metrics}
+  for name in ('ConfusionMatrixPlot', 'CalibrationPlot'):
+    assert not metrics[name].per_slice_thresholds
+    assert not metrics[name].HasField('threshold')
