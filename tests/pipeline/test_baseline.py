@@ -32,6 +32,16 @@ def result_of(proc):
   return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def blessing_rows(report_path):
+  """The report's Blessing table as {row name: cell text}."""
+  with open(report_path) as f:
+    html = f.read()
+  section = html.split('<h2>Blessing</h2>', 1)[1].split('</table>', 1)[0]
+  cells = [re.sub(r'<[^>]+>', '', c) for c in
+           re.findall(r'<td[^>]*>(.*?)</td>', section)]
+  return dict(zip(cells[0::2], cells[1::2]))
+
+
 @pytest.fixture(scope='module')
 def data(tmp_path_factory):
   root = tmp_path_factory.mktemp('baseline') / 'data'
@@ -77,6 +87,15 @@ def test_worse_model_is_refused_and_a_better_one_is_pushed(data, tmp_path):
   # The serving model stays, untouched.
   assert versions(output) == [os.path.basename(good['pushed_model'])]
   assert sorted(os.listdir(good['pushed_model'])) == served_files
+  # The not-blessed run has a report that says why, with both models' AUC.
+  assert worse['report'] == os.path.join(os.path.abspath(output),
+                                         'report.html')
+  rows = blessing_rows(worse['report'])
+  assert rows['blessed'] == 'no'
+  assert rows['candidate AUC'] == f"{worse['metrics']['auc']:.4f}"
+  assert rows['baseline AUC'] == f"{good['metrics']['auc']:.4f}"
+  assert rows['baseline (serving) model'] != 'none (first blessed model)'
+  assert rows['pushed to'] == 'nothing was pushed'
 
   # Trained longer: not worse than the serving model, so it is pushed.
   third = run_cli('run', '--data', data, '--output', output, '--epochs', '4',
