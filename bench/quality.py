@@ -44,6 +44,7 @@ from sklearn.model_selection import StratifiedKFold
 from sklearn.pipeline import FeatureUnion
 
 from tfx_autostrategy import tf_env
+from tfx_autostrategy.pipeline import atomic_io
 
 TEXT_COLUMN = 'comment_text'
 LABEL_COLUMN = 'toxic'
@@ -279,10 +280,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                       else ours is not None and ours >= baseline)
 
   os.makedirs(args.output, exist_ok=True)
-  with open(os.path.join(args.output, 'quality.json'), 'w',
-            encoding='utf-8') as f:
-    json.dump(report, f, indent=2, sort_keys=True)
-    f.write('\n')
+  atomic_io.write_text(os.path.join(args.output, 'quality.json'),
+                       json.dumps(report, indent=2, sort_keys=True) + '\n')
   print(format_table(report))
   print(json.dumps(report, sort_keys=True))
   if args.skip_pipeline:

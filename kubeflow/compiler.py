@@ -26,6 +26,7 @@ from typing import Any, Dict, Optional, Tuple
 from tfx_autostrategy.components import conventions
 from tfx_autostrategy.components import settings as settings_lib
 from tfx_autostrategy.kubeflow import worker_pools
+from tfx_autostrategy.pipeline import atomic_io
 from tfx_autostrategy.pipeline import config as config_lib
 
 TARGETS = ('vertex', 'kubeflow')
@@ -332,10 +333,15 @@ def compile_pipeline(options: CompileOptions, output_path: str
   directory = os.path.dirname(output_path)
   if directory and not fileio.exists(directory):
     fileio.makedirs(directory)
-  with fileio.open(output_path, 'w') as f:
-    if output_path.endswith(('.yaml', '.yml')):
-      yaml.safe_dump_all([spec] + ([platform_spec] if platform_spec else []),
-                         f, sort_keys=True)
-    else:
-      json.dump(job, f, sort_keys=True)
+  if output_path.endswith(('.yaml', '.yml')):
+    text = yaml.safe_dump_all(
+        [spec] + ([platform_spec] if platform_spec else []), sort_keys=True)
+  else:
+    text = json.dumps(job, sort_keys=True)
+  if '://' in output_path:
+    # A bucket's object appears whole on close; there is no rename to use.
+    with fileio.open(output_path, 'w') as f:
+      f.write(text)
+  else:
+    atomic_io.write_text(output_path, text)
   return job

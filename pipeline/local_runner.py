@@ -17,6 +17,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 from tfx_autostrategy.components import csv_check
 from tfx_autostrategy.components import conventions
 from tfx_autostrategy.components import settings as settings_lib
+from tfx_autostrategy.pipeline import atomic_io
 from tfx_autostrategy.pipeline import config as config_lib
 # `pipeline` imports TFX and TFMA (10-30 s); it is imported where a run needs
 # it, so that the CLI rejects bad input in a second or two.
@@ -121,8 +122,7 @@ def render_schema(text_settings: settings_lib.TextSettings, id_is_int: bool,
   del schema.feature[:]
   schema.feature.extend(kept)
   os.makedirs(os.path.dirname(destination), exist_ok=True)
-  with open(destination, 'w') as f:
-    f.write(text_format.MessageToString(schema))
+  atomic_io.write_text(destination, text_format.MessageToString(schema))
   return destination
 
 
@@ -399,5 +399,7 @@ def write_summary(result: Optional[RunResult], path: str,
   summary = result.to_dict() if result else {'pushed_model': None,
                                               'blessed': False}
   summary.update(extra)
-  with open(path, 'w') as f:
-    json.dump(summary, f, indent=2, sort_keys=True, allow_nan=False)
+  # Serialized first, then written atomically: a failed write (a full disk)
+  # keeps the previous summary instead of leaving an empty file.
+  atomic_io.write_text(
+      path, json.dumps(summary, indent=2, sort_keys=True, allow_nan=False))

@@ -9,9 +9,9 @@ loads nothing and runs no JavaScript.
 
 import html
 import os
-import tempfile
 from typing import Any, Dict, Optional, Sequence, Tuple
 
+from tfx_autostrategy.pipeline import atomic_io
 from tfx_autostrategy.pipeline import report_data
 from tfx_autostrategy.pipeline import report_plots
 
@@ -203,15 +203,6 @@ def write_report(output_dir: str) -> Tuple[str, Dict[str, Any]]:
   facts = report_data.collect(output_dir)
   path = os.path.join(facts['output_dir'], REPORT_FILE)
   text = render(facts)
-  # A reader never sees half a page: write beside, then rename.
-  fd, temp = tempfile.mkstemp(dir=facts['output_dir'], prefix='.report.',
-                              suffix='.tmp')
-  try:
-    with os.fdopen(fd, 'w', encoding='utf-8') as f:
-      f.write(text)
-    os.replace(temp, path)
-  except BaseException:
-    if os.path.exists(temp):
-      os.remove(temp)
-    raise
+  # A reader never sees half a page.
+  atomic_io.write_text(path, text)
   return path, facts

@@ -42,6 +42,7 @@ import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 from tfx_autostrategy.benchmarks import common
+from tfx_autostrategy.pipeline import atomic_io
 
 BENCHMARKS = ('preflight', 'trainer', 'input', 'replicas', 'transform', 'e2e')
 
@@ -603,10 +604,8 @@ def write_report(report: Dict[str, Any], output_dir: str) -> Tuple[str, str]:
   os.makedirs(output_dir, exist_ok=True)
   json_path = os.path.join(output_dir, 'report.json')
   md_path = os.path.join(output_dir, 'report.md')
-  with open(json_path, 'w') as f:
-    json.dump(report, f, indent=2, sort_keys=True)
-  with open(md_path, 'w') as f:
-    f.write(render_markdown(report))
+  atomic_io.write_text(json_path, json.dumps(report, indent=2, sort_keys=True))
+  atomic_io.write_text(md_path, render_markdown(report))
   return json_path, md_path
 
 
