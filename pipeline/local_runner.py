@@ -305,21 +305,29 @@ def _metrics_from(evaluation_uri: str, model_name: Optional[str] = None):
   return overall, slices, undefined
 
 
-def read_result(config: config_lib.PipelineConfig) -> RunResult:
-  """Reads the latest run's executions, blessing, metrics and push from MLMD."""
+def _latest_run(config: config_lib.PipelineConfig):
+  """MLMD's store, the latest pipeline run's executions, node names by id."""
   import ml_metadata as mlmd  # pylint: disable=g-import-not-at-top
   from tfx import v1 as tfx  # pylint: disable=g-import-not-at-top
-  from tfx_autostrategy.pipeline import pipeline as pipeline_lib  # pylint: disable=g-import-not-at-top
   store = mlmd.MetadataStore(
       tfx.orchestration.metadata.sqlite_metadata_connection_config(
           config.metadata_path))
   runs = store.get_contexts_by_type('pipeline_run')
+  if not runs:
+    raise LookupError(f'{config.metadata_path}: no pipeline run recorded')
   latest = max(runs, key=lambda c: (c.create_time_since_epoch, c.id))
-  executions = store.get_executions_by_context(latest.id)
-  states = {0: 'UNKNOWN', 1: 'NEW', 2: 'RUNNING', 3: 'COMPLETE', 4: 'FAILED',
-            5: 'CACHED', 6: 'CANCELED'}
   node_contexts = {c.id: c.name.split('.')[-1]
                    for c in store.get_contexts_by_type('node')}
+  return store, store.get_executions_by_context(latest.id), node_contexts
+
+
+def read_result(config: config_lib.PipelineConfig) -> RunResult:
+  """Reads the latest run's executions, blessing, metrics and push from MLMD."""
+  import ml_metadata as mlmd  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.pipeline import pipeline as pipeline_lib  # pylint: disable=g-import-not-at-top
+  store, executions, node_contexts = _latest_run(config)
+  states = {0: 'UNKNOWN', 1: 'NEW', 2: 'RUNNING', 3: 'COMPLETE', 4: 'FAILED',
+            5: 'CACHED', 6: 'CANCELED'}
   components, outputs = [], {}
   for execution in executions:
     node = next((node_contexts[c.id]
@@ -363,6 +371,29 @@ def read_result(config: config_lib.PipelineConfig) -> RunResult:
       output_dir=os.path.dirname(config.pipeline_root),
       baseline_metrics=baseline_metrics,
       auc_undefined=auc_undefined)
+
+
+def cancel_running(config: config_lib.PipelineConfig) -> List[str]:
+  """Marks the latest run's still-RUNNING executions CANCELED; their names.
+
+  An interrupted run stops inside a component, before TFX could publish that
+  execution, so MLMD would keep it RUNNING forever. CANCELED says what
+  happened; a rerun ignores it either way (the cache reuses only COMPLETE or
+  CACHED executions) and reruns that component.
+  """
+  import ml_metadata as mlmd  # pylint: disable=g-import-not-at-top
+  store, executions, node_contexts = _latest_run(config)
+  running = [e for e in executions
+             if e.last_known_state == mlmd.proto.Execution.RUNNING]
+  names = []
+  for execution in running:
+    execution.last_known_state = mlmd.proto.Execution.CANCELED
+    names.extend(node_contexts[c.id]
+                 for c in store.get_contexts_by_execution(execution.id)
+                 if c.id in node_contexts)
+  if running:
+    store.put_executions(running)
+  return names
 
 
 def _candidate_and_baseline(evaluation_uri: str):

@@ -2,9 +2,11 @@
 
 Exit codes (also in the README):
   0  the run finished and a model was pushed (or the command succeeded)
-  1  a pipeline component failed (cause on the last lines, full log in a file)
+  1  a pipeline component failed (cause on the last lines, full log in a file),
+     or a write failed (a full disk): one line names the file and the reason
   2  bad input or usage: the data or the options were rejected before running
   3  the model trained but did not reach the Evaluator threshold: not pushed
+  130 / 143  stopped by Ctrl-C (SIGINT) / SIGTERM; a rerun resumes
 """
 
 import argparse
@@ -219,14 +221,35 @@ def _logs_to_file(path: str):
   finally:
     root.removeHandler(handler)
     root.setLevel(old_level)
-    sys.stdout.flush()
-    sys.stderr.flush()
+    for fd, stream in ((1, sys.stdout), (2, sys.stderr)):
+      _drain(stream, fd)
     for fd, saved_fd in saved.items():
       os.dup2(saved_fd, fd)
       os.close(saved_fd)
     user_out.close()
     user_err.close()
-    log_file.close()
+    try:
+      log_file.close()
+    except OSError:
+      pass  # The log's disk is full; the console has the cause.
+
+
+def _drain(stream, fd: int) -> None:
+  """Flushes `stream` (on `fd`, the log); drops what a full log cannot take.
+
+  Text left in the buffer after a failed flush would otherwise surface on the
+  terminal once `fd` is restored.
+  """
+  try:
+    stream.flush()
+  except OSError:
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
+    try:
+      stream.flush()
+    except OSError:
+      pass
 
 
 def _error_text(error: BaseException) -> str:
@@ -242,6 +265,21 @@ def _error_text(error: BaseException) -> str:
     lines = (lines[:1] + [f'  ... ({len(lines) - 11} more lines in the log)']
              + lines[-10:])
   return f'{type(error).__name__}: ' + '\n'.join(lines)
+
+
+def _read_partial(local_runner, config, cancel: bool):
+  """What MLMD recorded of a run that failed or was stopped (None if nothing).
+
+  Runs inside the log redirection, so TFX's messages go to the log. With
+  `cancel`, the executions left RUNNING by an interruption become CANCELED
+  first.
+  """
+  try:
+    if cancel:
+      local_runner.cancel_running(config)
+    return local_runner.read_result(config)
+  except Exception:  # pylint: disable=broad-except
+    return None  # e.g. it stopped before any execution was recorded.
 
 
 def _number(value) -> str:
@@ -358,17 +396,48 @@ def cmd_run(args: argparse.Namespace) -> int:
   cause is on the last line of stderr and summary.json under the output
   describes this run.
   """
-  # The lock is released when the run returns, after summary.json is written.
-  with contextlib.ExitStack() as lock:
-    return _run_locked(args, lock)
+  from tfx_autostrategy.pipeline import interrupts  # pylint: disable=g-import-not-at-top
+  # A first SIGINT / SIGTERM stops the run (one line, summary, exit 130 /
+  # 143); a second one exits at once. The lock is released when the run
+  # returns, after summary.json is written.
+  with interrupts.stop_on_signals():
+    try:
+      with contextlib.ExitStack() as lock:
+        return _run_locked(args, lock)
+    except interrupts.Interrupted as stop:
+      # Outside the pipeline: during the checks, or after the run's outcome
+      # was printed; nothing of the pipeline was cut short.
+      print(f'interrupted by {stop.signal_name} before the pipeline ran or '
+            'after it ended; a rerun of the same command resumes',
+            file=sys.stderr)
+      return stop.exit_code
+
+
+def _write_summary(local_runner, result, path: str, **keys) -> Optional[str]:
+  """`local_runner.write_summary`; None, or the error line of a failed write.
+
+  The write is atomic, so a failure (a full disk) leaves the previous
+  summary in place: the line says that it still describes an earlier run.
+  """
+  from tfx_autostrategy.pipeline import write_faults  # pylint: disable=g-import-not-at-top
+  try:
+    local_runner.write_summary(result, path, **keys)
+  except OSError as error:
+    fault = write_faults.describe(error)
+    reason = fault.reason if fault else (error.strerror or str(error))
+    return (f'error: could not write {path}: {reason}; it still describes '
+            'the previous run, if there was one')
+  return None
 
 
 def _run_locked(args: argparse.Namespace, lock: contextlib.ExitStack) -> int:
   """`cmd_run`; the output directory's lock goes on `lock` once taken."""
   from tfx_autostrategy.components import csv_check  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.components import settings  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.pipeline import interrupts  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.pipeline import local_runner  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.pipeline import run_lock  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.pipeline import write_faults  # pylint: disable=g-import-not-at-top
   out = sys.stdout
   data_root = args.data or local_runner.sample_data_dir()
   try:
@@ -414,6 +483,10 @@ def _run_locked(args: argparse.Namespace, lock: contextlib.ExitStack) -> int:
         allow_anomalies=args.allow_anomalies,
         enable_cache=not args.no_cache)
   except (ValueError, OSError, run_lock.RunLockedError) as error:
+    fault = write_faults.describe(error) if isinstance(error, OSError) else None
+    if fault:  # Not bad input: the disk is full (rendering the schema).
+      print(f'error: {fault.message()}', file=sys.stderr)
+      return EXIT_FAILED
     print(f'error: {error}', file=sys.stderr)
     return EXIT_BAD_INPUT
 
@@ -453,47 +526,84 @@ def _run_locked(args: argparse.Namespace, lock: contextlib.ExitStack) -> int:
             flush=True)
 
   failure: Optional[BaseException] = None
+  stopped: Optional[interrupts.Interrupted] = None
   partial = None
   try:
     with _logs_to_file(layout.log_path) as (user_out, _):
       progress[0] = user_out
+      import logging  # pylint: disable=g-import-not-at-top
       try:
         result = local_runner.run_pipeline(config, on_event=on_event,
                                            on_epoch=on_epoch)
+      except interrupts.Interrupted as stop:
+        stopped = stop
+        logging.getLogger('autostrategy').warning(
+            'the pipeline was %s', stop, exc_info=True)
       except Exception as error:  # pylint: disable=broad-except
         failure = error
         # The whole traceback goes to the log; the terminal gets the cause.
-        import logging  # pylint: disable=g-import-not-at-top
         logging.getLogger('autostrategy').exception('the pipeline failed')
-        try:  # What MLMD recorded before the failure (still logged to file).
-          partial = local_runner.read_result(config)
-        except Exception:  # pylint: disable=broad-except
-          partial = None  # e.g. it failed before any execution was recorded.
+      if stopped or failure:
+        partial = _read_partial(local_runner, config, cancel=bool(stopped))
+  except interrupts.Interrupted as stop:  # In the log's set-up or tear-down.
+    stopped = stopped or stop
   except Exception as error:  # pylint: disable=broad-except
     failure = failure or error
+  elapsed = time.monotonic() - started
+  if stopped is not None:
+    # The component that was running, named; a rerun resumes from the cache.
+    where = running[-1] if running else ''
+    pushed = partial.pushed_model if partial else None
+    unwritten = _write_summary(
+        local_runner, partial, summary_path, status='interrupted',
+        interrupted_component=where or None, signal=stopped.signal_name,
+        pushed_model=pushed, **report_keys)
+    print(f'\npipeline {stopped} after {elapsed:.0f} s'
+          f'{" in " + where if where else ""}; '
+          + (f'pushed {pushed}.' if pushed else
+             'no model was pushed in this run.'), file=out)
+    print(f'full log: {layout.log_path}', file=out)
+    if unwritten:
+      print(unwritten, file=sys.stderr)
+    print(f'interrupted: {where or "the pipeline"} was {stopped}; completed '
+          'steps are kept and a rerun of the same command resumes',
+          file=sys.stderr)
+    return stopped.exit_code
   if failure is not None:
     # Whatever failed, the user gets the cause last, not buried in Beam logs.
     failed = running[-1] if running else ''
     if not failed and partial:
       failed = next((c.component for c in partial.components
                      if c.state == 'FAILED'), '')
-    cause = _error_text(failure)
-    local_runner.write_summary(partial, summary_path, status='failed',
-                               failed_component=failed or None, error=cause,
-                               pushed_model=None, **report_keys)
-    print(f'\npipeline failed after {time.monotonic() - started:.0f} s'
+    fault = write_faults.describe(failure, layout.output_dir)
+    if fault:  # A full disk or a size limit: what, where, what to do.
+      cause = fault.message(failed)
+      last_line = f'error: {cause}'
+    else:
+      cause = _error_text(failure)
+      last_line = f'error: {failed + " failed: " if failed else ""}{cause}'
+    unwritten = _write_summary(
+        local_runner, partial, summary_path, status='failed',
+        failed_component=failed or None, error=cause, pushed_model=None,
+        **report_keys)
+    print(f'\npipeline failed after {elapsed:.0f} s'
           f'{" in " + failed if failed else ""}; no model was pushed in this '
           'run.', file=out)
     print(f'full log: {layout.log_path}', file=out)
     _print_report_lines(*_write_report(layout.output_dir, layout.log_path, out),
                         out)
-    print(f'error: {failed + " failed: " if failed else ""}{cause}',
-          file=sys.stderr)
+    if unwritten:
+      print(unwritten, file=sys.stderr)
+    print(last_line, file=sys.stderr)
     return EXIT_FAILED
 
   status = 'pushed' if result.pushed_model else 'not_blessed'
-  local_runner.write_summary(result, summary_path, status=status,
-                             **report_keys)
+  unwritten = _write_summary(local_runner, result, summary_path,
+                             status=status, **report_keys)
+  if unwritten:  # The outcome is printed; the file could not say it.
+    _print_summary(result, out)
+    print(unwritten, file=sys.stderr)
+    return EXIT_FAILED
   _print_summary(result, out)
   report_path, model_run = _write_report(layout.output_dir, layout.log_path,
                                          out)

@@ -1,0 +1,54 @@
+"""SIGINT / SIGTERM become `Interrupted`; a second one exits at once."""
+
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+# Enters stop_on_signals, says READY, waits for a signal; its clean-up then
+# says CLEANUP and takes 60 s (a slow summary write), then prints the code.
+SCRIPT = '''
+import sys, time
+from tfx_autostrategy.pipeline import interrupts
+with interrupts.stop_on_signals():
+  try:
+    print('READY', flush=True)
+    time.sleep(60)
+    print('NOT INTERRUPTED', flush=True)
+  except interrupts.Interrupted as stop:
+    print('CLEANUP', stop, stop.exit_code, flush=True)
+    time.sleep(float(sys.argv[1]))
+    sys.exit(stop.exit_code)
+'''
+
+
+def start(cleanup_seconds):
+  proc = subprocess.Popen([sys.executable, '-c', SCRIPT, str(cleanup_seconds)],
+                          stdout=subprocess.PIPE, text=True)
+  assert proc.stdout.readline().strip() == 'READY'
+  return proc
+
+
+@pytest.mark.parametrize('signum, code', [(signal.SIGINT, 130),
+                                          (signal.SIGTERM, 143)])
+def test_first_signal_raises_interrupted_and_cleanup_runs(signum, code):
+  proc = start(0)
+  proc.send_signal(signum)
+  out, _ = proc.communicate(timeout=30)
+  name = signal.Signals(signum).name
+  assert out.splitlines() == [f'CLEANUP stopped by {name} {code}']
+  assert proc.returncode == code
+
+
+def test_second_signal_during_cleanup_exits_at_once():
+  proc = start(60)
+  proc.send_signal(signal.SIGINT)
+  assert proc.stdout.readline().strip() == 'CLEANUP stopped by SIGINT 130'
+  sent = time.monotonic()
+  proc.send_signal(signal.SIGINT)
+  proc.wait(timeout=20)  # Not the 60 s clean-up.
+  assert time.monotonic() - sent < 20
+  assert proc.returncode == 130
+  assert proc.stdout.read() == ''
