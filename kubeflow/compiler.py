@@ -21,11 +21,11 @@ imports TFX (about 15 s).
 import dataclasses
 import json
 import os
-import re
 from typing import Any, Dict, Optional, Tuple
 
 from tfx_autostrategy.components import conventions
 from tfx_autostrategy.components import settings as settings_lib
+from tfx_autostrategy.kubeflow import scheduling
 from tfx_autostrategy.kubeflow import worker_pools
 from tfx_autostrategy.pipeline import atomic_io
 from tfx_autostrategy.pipeline import config as config_lib
@@ -204,26 +204,6 @@ class CompileOptions:
     return self.trainer_image or self.image
 
 
-_DURATION_RE = re.compile(r'([0-9]+)([smhd]?)')
-_DURATION_UNITS = {'': 1, 's': 1, 'm': 60, 'h': 3600, 'd': 86400}
-
-
-def parse_duration(text: str, flag: str = '--job-timeout') -> int:
-  """Seconds of a duration such as '3600', '90m', '24h' or '7d'.
-
-  Raises:
-    ValueError: malformed or not positive; the message names `flag`.
-  """
-  match = _DURATION_RE.fullmatch(text.strip())
-  seconds = (int(match.group(1)) * _DURATION_UNITS[match.group(2)]
-             if match else 0)
-  if seconds <= 0:
-    raise ValueError(
-        f'{flag} {text!r}: expected a positive duration: seconds, or a number '
-        'followed by s, m, h or d (e.g. 3600, 90m, 24h, 7d)')
-  return seconds
-
-
 def schema_text(options: CompileOptions) -> str:
   """The schema the compiled pipeline carries (see pipeline/schema_render).
 
@@ -263,8 +243,8 @@ def vertex_training_args(options: CompileOptions) -> Dict[str, Any]:
   """The CustomJob arguments (TRAINING_ARGS_KEY) of the Vertex AI Trainer.
 
   Returns:
-    `{'project', 'display_name', 'job_spec': {'worker_pool_specs', ...}}` as
-    TFX's Vertex training client reads it.
+    `{'project', 'display_name', 'job_spec': {'worker_pool_specs',
+    'scheduling', ...}}` as TFX's Vertex training client reads it.
   """
   job_spec: Dict[str, Any] = {
       'worker_pool_specs': worker_pools.vertex_worker_pool_specs(
@@ -272,14 +252,9 @@ def vertex_training_args(options: CompileOptions) -> Dict[str, Any]:
   }
   if options.service_account:
     job_spec['service_account'] = options.service_account
-  # Vertex AI's Scheduling message (google.cloud.aiplatform_v1 CustomJobSpec).
-  scheduling: Dict[str, Any] = {
-      'strategy': 'SPOT' if options.spot else 'STANDARD',
-      'restart_job_on_worker_restart': options.restart_on_worker_restart,
-  }
-  if options.job_timeout_seconds:
-    scheduling['timeout'] = f'{options.job_timeout_seconds}s'
-  job_spec['scheduling'] = scheduling
+  job_spec['scheduling'] = scheduling.vertex_scheduling(
+      options.spot, options.restart_on_worker_restart,
+      options.job_timeout_seconds)
   return {
       'project': options.project,
       'display_name': f'{options.pipeline_name}-trainer',

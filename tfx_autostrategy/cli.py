@@ -667,6 +667,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
   """`autostrategy compile`."""
   from tfx_autostrategy.components import settings  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.kubeflow import compiler  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.kubeflow import scheduling  # pylint: disable=g-import-not-at-top
   try:
     options = compiler.CompileOptions(
         target=args.target, image=args.image,
@@ -684,7 +685,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
             per_replica_batch_size=args.per_replica_batch_size),
         enable_cache=not args.no_cache, spot=args.spot,
         restart_on_worker_restart=args.restart_on_worker_restart,
-        job_timeout_seconds=(compiler.parse_duration(args.job_timeout)
+        job_timeout_seconds=(scheduling.parse_duration(args.job_timeout)
                              if args.job_timeout else 0))
     compiler.compile_pipeline(options, args.output)
   except ValueError as error:
