@@ -58,11 +58,11 @@ def read_partial(config, cancel: bool):
   `cancel`, the executions left RUNNING by an interruption become CANCELED
   first.
   """
-  from tfx_autostrategy.pipeline import local_runner  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.pipeline import run_result  # pylint: disable=g-import-not-at-top
   try:
     if cancel:
-      local_runner.cancel_running(config)
-    return local_runner.read_result(config)
+      run_result.cancel_running(config)
+    return run_result.read_result(config)
   except Exception:  # pylint: disable=broad-except
     return None  # e.g. it stopped before any execution was recorded.
 
@@ -73,10 +73,10 @@ def write_summary(result, path: str, **keys) -> Optional[str]:
   The write is atomic, so a failure (a full disk) leaves the previous
   summary in place: the line says that it still describes an earlier run.
   """
-  from tfx_autostrategy.pipeline import local_runner  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.pipeline import run_result  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.pipeline import write_faults  # pylint: disable=g-import-not-at-top
   try:
-    local_runner.write_summary(result, path, **keys)
+    run_result.write_summary(result, path, **keys)
   except OSError as error:
     fault = write_faults.describe(error)
     reason = fault.reason if fault else (error.strerror or str(error))

@@ -17,8 +17,8 @@ def print_summary(result, out: TextIO) -> None:
   """Component states and timings, metrics overall and per slice, the push."""
   print('', file=out)
   print('components:', file=out)
-  from tfx_autostrategy.pipeline import local_runner  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.pipeline import pipeline as pipeline_lib  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.pipeline import run_result  # pylint: disable=g-import-not-at-top
   order = {name: i for i, name in enumerate(pipeline_lib.COMPONENT_IDS)}
   for component in sorted(result.components,
                           key=lambda c: order.get(c.component, len(order))):
@@ -34,10 +34,10 @@ def print_summary(result, out: TextIO) -> None:
                    else console.number(v))
         for k, v in sorted(values.items()) if keys is None or k in keys)
   if result.metrics:
-    print('metrics (eval split): ' + shown(local_runner.OVERALL,
+    print('metrics (eval split): ' + shown(run_result.OVERALL,
                                            result.metrics), file=out)
-    if local_runner.OVERALL in undefined:
-      print(f'  auc undefined: {undefined[local_runner.OVERALL]}', file=out)
+    if run_result.OVERALL in undefined:
+      print(f'  auc undefined: {undefined[run_result.OVERALL]}', file=out)
   for name, values in sorted(result.slices.items()):
     print(f'  {name}: ' + shown(name, values, ('auc', 'binary_accuracy',
                                                'example_count')), file=out)
@@ -143,7 +143,7 @@ def finished(result, config, layout, summary_path: str,
     elapsed: a callable returning the seconds since the run started (read
       after the report is written, as the console line says).
   """
-  from tfx_autostrategy.pipeline import local_runner  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.pipeline import run_result  # pylint: disable=g-import-not-at-top
   status = 'pushed' if result.pushed_model else 'not_blessed'
   unwritten = failures.write_summary(result, summary_path, status=status,
                                      **report_keys)
@@ -170,7 +170,7 @@ def finished(result, config, layout, summary_path: str,
     }, sort_keys=True, allow_nan=False), file=out)
   if result.pushed_model:
     return failures.EXIT_OK
-  one_class = result.auc_undefined.get(local_runner.OVERALL)
+  one_class = result.auc_undefined.get(run_result.OVERALL)
   if one_class:
     # Not a quality verdict: the eval data cannot measure AUC at all (the
     # Evaluator's mean-label threshold refuses the blessing).
