@@ -14,7 +14,6 @@ PACKAGE_DIRS = {
     'tfx_autostrategy.pipeline': 'pipeline',
     'tfx_autostrategy.kubeflow': 'kubeflow',
     'tfx_autostrategy.schemas': 'schemas',
-    'tfx_autostrategy.benchmarks': 'tfx_autostrategy/benchmarks',
 }
 
 setuptools.setup(

@@ -120,11 +120,10 @@ def build_parser() -> argparse.ArgumentParser:
       '(GPU, TPU, several workers) would, on this CPU with stand-ins')
   from tfx_autostrategy import rehearse as rehearse_lib  # pylint: disable=g-import-not-at-top
   rehearse_lib.add_arguments(rehearse)
-  bench = commands.add_parser(
-      'bench', help='benchmark the Trainer, input pipeline, replicas, '
-      'Transform and end-to-end runs; writes a JSON report and a table')
-  from tfx_autostrategy.benchmarks import suite  # pylint: disable=g-import-not-at-top
-  suite.add_arguments(bench)
+  # The benchmarks are not installed (bench/ in a checkout); the command
+  # stays so that `autostrategy bench ...` says where they went.
+  commands.add_parser(
+      'bench', help='not installed: run `make bench` in a checkout')
   return parser
 
 
@@ -269,8 +268,11 @@ def cmd_compile(args: argparse.Namespace) -> int:
 
 def cmd_bench(args: argparse.Namespace) -> int:
   """`autostrategy bench`."""
-  from tfx_autostrategy.benchmarks import suite  # pylint: disable=g-import-not-at-top
-  return suite.run(args)
+  del args  # Whatever the options, the suite is not here.
+  print('error: the benchmarks are not part of the installed package; run '
+        '`make bench` (or `python -m bench.suite --help`) in a checkout',
+        file=sys.stderr)
+  return EXIT_BAD_INPUT
 
 
 def cmd_rehearse(args: argparse.Namespace) -> int:
@@ -286,7 +288,10 @@ COMMANDS = {'run': cmd_run, 'detect': cmd_detect, 'compile': cmd_compile,
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
   """Entry point of the `autostrategy` console script."""
-  args = build_parser().parse_args(argv)
+  parser = build_parser()
+  args, unknown = parser.parse_known_args(argv)
+  if unknown and args.command != 'bench':  # `bench` takes the suite's options.
+    parser.error(f'unrecognized arguments: {" ".join(unknown)}')
   args.argv = list(sys.argv[1:] if argv is None else argv)  # For run_lock.
   from tfx_autostrategy import tf_env  # pylint: disable=g-import-not-at-top
   tf_env.prepare(getattr(args, 'cpu_replicas', 0))

@@ -1,4 +1,4 @@
-"""`autostrategy bench` / `make bench`: the benchmark suite.
+"""`make bench` (`python -m bench.suite` from a checkout): the benchmark suite.
 
 Benchmarks (`--only` takes a comma-separated subset):
 
@@ -33,7 +33,6 @@ report names the command that produced it. The data is synthetic
 
 import argparse
 import json
-import math
 import os
 import shlex
 import statistics
@@ -41,8 +40,8 @@ import sys
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from tfx_autostrategy.benchmarks import common
-from tfx_autostrategy.pipeline import atomic_io
+from bench import common
+from bench import report as report_lib
 
 BENCHMARKS = ('preflight', 'trainer', 'input', 'replicas', 'transform', 'e2e')
 
@@ -73,7 +72,7 @@ PREFLIGHT_TARGET = '>= 50000'
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-  """The options of `autostrategy bench`."""
+  """The options of the suite."""
   parser.add_argument('--output', default='bench/results',
                       help='directory for report.json, report.md, logs, '
                       'generated data and pipeline outputs')
@@ -155,36 +154,6 @@ def _resolve_options(args: argparse.Namespace) -> Dict[str, Any]:
   }
 
 
-def linear_fit(points: Sequence[Tuple[float, float]]) -> Tuple[float, float]:
-  """Least-squares `y = a + b x`; returns (a, b)."""
-  n = len(points)
-  mean_x = sum(x for x, _ in points) / n
-  mean_y = sum(y for _, y in points) / n
-  sxx = sum((x - mean_x) ** 2 for x, _ in points)
-  if sxx == 0:
-    return mean_y, 0.0
-  b = sum((x - mean_x) * (y - mean_y) for x, y in points) / sxx
-  return mean_y - b * mean_x, b
-
-
-def crossover(fixed_a: float, per_row_a: float, fixed_b: float,
-              per_row_b: float) -> Optional[float]:
-  """Rows where `b` (more start-up, less per row) becomes faster than `a`.
-
-  Returns None when `b` never catches up (its per-row cost is not lower),
-  and 0 when `b` is faster at every size.
-  """
-  if per_row_b >= per_row_a:
-    return 0.0 if fixed_b <= fixed_a and per_row_b == per_row_a else None
-  rows = (fixed_b - fixed_a) / (per_row_a - per_row_b)
-  return max(rows, 0.0)
-
-
-def growth_exponent(n1: float, v1: float, n2: float, v2: float) -> float:
-  """Log-log slope between two points: 1.0 is linear growth."""
-  return math.log(v2 / v1) / math.log(n2 / n1)
-
-
 class Suite:
   """Runs the selected benchmarks and collects `Figure`s."""
 
@@ -231,8 +200,7 @@ class Suite:
                               self.options['seed'])
 
   def worker(self, module: str, *args: str) -> Tuple[List[str], str]:
-    argv = [sys.executable, '-m', f'tfx_autostrategy.benchmarks.{module}',
-            *args]
+    argv = [sys.executable, '-m', f'bench.{module}', *args]
     return argv, common.command_text(argv)
 
   # CSV preflight -----------------------------------------------------------
@@ -252,7 +220,8 @@ class Suite:
                          f'{rows}')
     self.add('preflight', 'csv_check_rows_per_second',
              rows / statistics.median(seconds), 'rows/s',
-             f'autostrategy bench --only preflight ({rows} rows, median of 3)',
+             f'python -m bench.suite --only preflight ({rows} rows, median '
+             'of 3)',
              PREFLIGHT_TARGET, rows=rows, seconds=seconds)
 
   # Transform ---------------------------------------------------------------
@@ -319,7 +288,7 @@ class Suite:
                  f'{im["command"]} ; {mp["command"]}',
                  note='> 1 means multi_processing is faster')
     if all(len(points[m]) >= 2 for m in modes):
-      fits = {m: linear_fit(points[m]) for m in modes}
+      fits = {m: report_lib.linear_fit(points[m]) for m in modes}
       for mode, (fixed, per_row) in fits.items():
         self.add('transform', f'transform fixed cost [{mode}]', fixed, 's',
                  'linear fit of the Transform seconds above',
@@ -336,7 +305,8 @@ class Suite:
             '(--transform-sizes) on a quieter machine.')
         self.say(self.notes[-1])
         return
-      rows = crossover(*fits['in_memory'], *fits['multi_processing'])
+      rows = report_lib.crossover(*fits['in_memory'],
+                                  *fits['multi_processing'])
       # -1: multi_processing never catches up (JSON has no infinity).
       self.add('transform', 'transform crossover (multi_processing faster '
                'above)', rows if rows is not None else -1.0, 'rows',
@@ -474,21 +444,23 @@ class Suite:
       (r1, c1, cmd1), (r2, c2, cmd2) = results[n1], results[n2]
       both = f'{cmd1} ; {cmd2}'
       self.add('e2e', f'e2e wall-time growth exponent {n1}->{n2} rows',
-               growth_exponent(n1, r1.seconds, n2, r2.seconds), 'log-log slope',
-               both, note='1.0 = linear; fixed start-up costs pull it below 1')
+               report_lib.growth_exponent(n1, r1.seconds, n2, r2.seconds),
+               'log-log slope', both,
+               note='1.0 = linear; fixed start-up costs pull it below 1')
       marginal = (r2.seconds - r1.seconds) / (n2 - n1)
       self.add('e2e', f'e2e marginal cost {n1}->{n2} rows',
                marginal * 1000.0, 's per 1000 rows', both)
       self.add('e2e', f'e2e peak-RSS growth exponent {n1}->{n2} rows',
-               growth_exponent(n1, r1.peak_rss_mib, n2, r2.peak_rss_mib),
+               report_lib.growth_exponent(n1, r1.peak_rss_mib, n2,
+                                          r2.peak_rss_mib),
                'log-log slope', both)
       growth = {}
       for component in sorted(set(c1) & set(c2)):
         if c1[component] and c2[component] and c1[component] > 0.5:
           growth[component] = {
               'seconds': [c1[component], c2[component]],
-              'exponent': growth_exponent(n1, c1[component], n2,
-                                          c2[component])}
+              'exponent': report_lib.growth_exponent(
+                  n1, c1[component], n2, c2[component])}
       if growth:
         worst = max(growth, key=lambda c: growth[c]['exponent'])
         self.add('e2e', f'e2e steepest component growth exponent '
@@ -544,82 +516,20 @@ def _artifacts_under(pipeline_root: str) -> Dict[str, Any]:
   return found
 
 
-def _format_value(value: float, unit: str) -> str:
-  if unit == 'rows' and value < 0:
-    return 'never'
-  if unit in ('ratio', 'log-log slope'):
-    return f'{value:.2f}'
-  if abs(value) >= 100:
-    return f'{value:,.0f}'
-  return f'{value:.3g}'
+def run(args: argparse.Namespace, argv: Sequence[str] = ()) -> int:
+  """Runs the suite; 0 when every selected benchmark produced its figures.
 
-
-def render_table(figures: Sequence[Dict[str, Any]]) -> str:
-  """The report's figures as a Markdown table."""
-  lines = ['| benchmark | figure | value | unit | target | result |',
-           '|---|---|---:|---|---|---|']
-  for f in figures:
-    result = '' if f['passed'] is None else ('pass' if f['passed'] else
-                                              '**FAIL**')
-    lines.append(f'| {f["benchmark"]} | {f["name"]} | '
-                 f'{_format_value(f["value"], f["unit"])} | {f["unit"]} | '
-                 f'{f["target"]} | {result} |')
-  return '\n'.join(lines)
-
-
-def render_markdown(report: Dict[str, Any]) -> str:
-  """report.md: machine, table, the commands behind the figures, errors."""
-  m = report['machine']
-  lines = [
-      '# autostrategy bench',
-      '',
-      f'`{report["suite_command"]}` — {m["date"]}, {m["cores"]} cores '
-      f'({m["cpu_model"]}), {m["memory_gib"]} GiB, TensorFlow '
-      f'{m["tensorflow"]}, TFX {m["tfx"]}, Beam {m["apache_beam"]}; load '
-      f'average at start {m["load_average_1m_at_start"]}; suite took '
-      f'{report["seconds"] / 60:.1f} min.',
-      '',
-      render_table(report['figures']),
-      '',
-      '## Commands',
-      '',
-  ]
-  commands = []
-  for f in report['figures']:
-    for command in f['command'].split(' ; '):
-      if command not in commands:
-        commands.append(command)
-  lines += [f'{i + 1}. `{c}`' for i, c in enumerate(commands)]
-  if report.get('notes'):
-    lines += ['', '## Notes', '']
-    lines += [f'- {n}' for n in report['notes']]
-  if report['errors']:
-    lines += ['', '## Errors', '']
-    lines += [f'- {e["what"]}: exit {e["returncode"]} (`{e["command"]}`), '
-              f'log {e["log"]}' for e in report['errors']]
-  return '\n'.join(lines) + '\n'
-
-
-def write_report(report: Dict[str, Any], output_dir: str) -> Tuple[str, str]:
-  os.makedirs(output_dir, exist_ok=True)
-  json_path = os.path.join(output_dir, 'report.json')
-  md_path = os.path.join(output_dir, 'report.md')
-  atomic_io.write_text(json_path, json.dumps(report, indent=2, sort_keys=True))
-  atomic_io.write_text(md_path, render_markdown(report))
-  return json_path, md_path
-
-
-def run(args: argparse.Namespace) -> int:
-  """Runs the suite; 0 when every selected benchmark produced its figures."""
+  Args:
+    args: the parsed options (`add_arguments`).
+    argv: the command-line arguments, for the report's `suite_command`.
+  """
   try:
     options = _resolve_options(args)
   except ValueError as error:
     print(f'error: {error}', file=sys.stderr)
     return 2
   started = time.monotonic()
-  argv = sys.argv[1:] if sys.argv and sys.argv[0].endswith(
-      ('autostrategy', 'cli.py')) else ['bench']
-  suite_command = 'autostrategy ' + shlex.join(argv)
+  suite_command = shlex.join(['python', '-m', 'bench.suite', *argv])
   suite = Suite(options, args.output, suite_command)
   machine = common.machine_info()
   suite.say(f'{machine["cores"]} cores, {machine["memory_gib"]} GiB, '
@@ -627,15 +537,15 @@ def run(args: argparse.Namespace) -> int:
             f'{",".join(options["only"])}; worker logs: {suite.log_path}')
   def checkpoint():
     # A partial report survives an interrupted or failed later benchmark.
-    write_report(suite.report(machine, started), suite.output_dir)
+    report_lib.write_report(suite.report(machine, started), suite.output_dir)
 
   try:
     suite.run(checkpoint)
   finally:
     report = suite.report(machine, started)
-    json_path, md_path = write_report(report, suite.output_dir)
+    json_path, md_path = report_lib.write_report(report, suite.output_dir)
   print()
-  print(render_table(report['figures']))
+  print(report_lib.render_table(report['figures']))
   print()
   print(f'report: {json_path}')
   print(f'table:  {md_path}')
@@ -644,3 +554,18 @@ def run(args: argparse.Namespace) -> int:
           f'{suite.log_path}', file=sys.stderr)
     return 1
   return 0
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+  """`python -m bench.suite [options]` (what `make bench` runs)."""
+  argv = list(sys.argv[1:] if argv is None else argv)
+  parser = argparse.ArgumentParser(
+      prog='python -m bench.suite',
+      description='Benchmark the Trainer, input pipeline, replicas, '
+      'Transform and end-to-end runs; writes a JSON report and a table.')
+  add_arguments(parser)
+  return run(parser.parse_args(argv), argv)
+
+
+if __name__ == '__main__':
+  sys.exit(main())

@@ -1,6 +1,6 @@
 """Worker: CsvExampleGen + ImportSchemaGen + Transform of the real pipeline.
 
-    python -m tfx_autostrategy.benchmarks.transform_worker \
+    python -m bench.transform_worker \
         --data DIR --output DIR [--mode in_memory|multi_processing] \
         [--workers 2]
 
@@ -82,7 +82,7 @@ def main(argv=None) -> int:
 
   tf_env.set_keras_flavour()
   started = time.monotonic()
-  from tfx_autostrategy.benchmarks import common  # pylint: disable=g-import-not-at-top
+  from bench import common  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.components import csv_check  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.components import settings  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.pipeline import local_runner  # pylint: disable=g-import-not-at-top
