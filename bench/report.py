@@ -62,7 +62,7 @@ def render_table(figures: Sequence[Dict[str, Any]]) -> str:
            '|---|---|---:|---|---|---|']
   for f in figures:
     result = '' if f['passed'] is None else ('pass' if f['passed'] else
-                                              '**FAIL**')
+                                             '**FAIL**')
     lines.append(f'| {f["benchmark"]} | {f["name"]} | '
                  f'{_format_value(f["value"], f["unit"])} | {f["unit"]} | '
                  f'{f["target"]} | {result} |')

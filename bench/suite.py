@@ -35,11 +35,11 @@ import argparse
 import json
 import os
 import shlex
-import statistics
 import sys
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from bench import benchmarks
 from bench import common
 from bench import report as report_lib
 
@@ -64,11 +64,6 @@ QUICK = {
     'rounds': 2,
 }
 
-TRAINER_TARGET = '>= 0.95'
-INPUT_TARGET = '>= 5'
-# The CSV preflight reads every row before TFX is imported; ~200k rows/s on
-# this machine when idle, so that 100k rows are checked in about a second.
-PREFLIGHT_TARGET = '>= 50000'
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -203,29 +198,6 @@ class Suite:
     argv = [sys.executable, '-m', f'bench.{module}', *args]
     return argv, common.command_text(argv)
 
-  # CSV preflight -----------------------------------------------------------
-
-  def bench_preflight(self) -> None:
-    """Rows per second of the CSV check `autostrategy run` starts with."""
-    from tfx_autostrategy.components import csv_check  # pylint: disable=g-import-not-at-top
-    rows = self.options['preflight_rows']
-    root = self.data(rows)
-    seconds = []
-    for _ in range(3):
-      started = time.perf_counter()
-      report = csv_check.check_csv_dir(root)
-      seconds.append(time.perf_counter() - started)
-    if report.total_rows != rows:
-      raise RuntimeError(f'the CSV check counted {report.total_rows} rows of '
-                         f'{rows}')
-    self.add('preflight', 'csv_check_rows_per_second',
-             rows / statistics.median(seconds), 'rows/s',
-             f'python -m bench.suite --only preflight ({rows} rows, median '
-             'of 3)',
-             PREFLIGHT_TARGET, rows=rows, seconds=seconds)
-
-  # Transform ---------------------------------------------------------------
-
   def transform_run(self, rows: int, mode: str) -> Optional[Dict[str, Any]]:
     """Runs (once) ExampleGen + Transform on `rows` rows in `mode`."""
     key = (rows, mode)
@@ -262,230 +234,26 @@ class Suite:
                                            'in_memory')
     return self._fixture
 
-  def bench_transform(self) -> None:
-    sizes = self.options['transform_sizes']
-    modes = ('in_memory', 'multi_processing')
-    points = {m: [] for m in modes}
-    for rows in sizes:
-      runs = {m: self.transform_run(rows, m) for m in modes}
-      for mode, run in runs.items():
-        if not run or not run.get('transform_seconds'):
-          continue
-        seconds = run['transform_seconds']
-        points[mode].append((rows, seconds))
-        self.add('transform', f'transform rows/s [{rows} rows, {mode}]',
-                 rows / seconds, 'rows/s', run['command'],
-                 transform_seconds=seconds,
-                 example_gen_seconds=run.get('example_gen_seconds'),
-                 peak_rss_mib=run['peak_rss_mib'],
-                 peak_tree_rss_mib=run['peak_tree_rss_mib'],
-                 data_command=run['data_command'])
-      if all(runs.values()):
-        im, mp = runs['in_memory'], runs['multi_processing']
-        self.add('transform',
-                 f'transform multi_processing/in_memory speed [{rows} rows]',
-                 im['transform_seconds'] / mp['transform_seconds'], 'ratio',
-                 f'{im["command"]} ; {mp["command"]}',
-                 note='> 1 means multi_processing is faster')
-    if all(len(points[m]) >= 2 for m in modes):
-      fits = {m: report_lib.linear_fit(points[m]) for m in modes}
-      for mode, (fixed, per_row) in fits.items():
-        self.add('transform', f'transform fixed cost [{mode}]', fixed, 's',
-                 'linear fit of the Transform seconds above',
-                 points=points[mode])
-        self.add('transform', f'transform marginal rows/s [{mode}]',
-                 1.0 / per_row if per_row > 0 else float('inf'), 'rows/s',
-                 'linear fit of the Transform seconds above',
-                 points=points[mode])
-      if any(per_row <= 0 for _, per_row in fits.values()):
-        self.notes.append(
-            'transform: a mode got faster with more rows '
-            f'({ {m: points[m] for m in modes} }); the machine load changed '
-            'between runs, so no crossover is fitted. Rerun with more sizes '
-            '(--transform-sizes) on a quieter machine.')
-        self.say(self.notes[-1])
-        return
-      rows = report_lib.crossover(*fits['in_memory'],
-                                  *fits['multi_processing'])
-      # -1: multi_processing never catches up (JSON has no infinity).
-      self.add('transform', 'transform crossover (multi_processing faster '
-               'above)', rows if rows is not None else -1.0, 'rows',
-               'linear fits of the in_memory and multi_processing Transform '
-               'seconds above', fits={m: list(f) for m, f in fits.items()},
-               never=rows is None)
-
-  # Training ----------------------------------------------------------------
-
-  def _training_worker(self, model: str, variants: str, replicas: int = 0,
-                       ) -> Tuple[Optional[Dict[str, Any]], str]:
-    fixture = self.fixture()
-    if not fixture:
-      return None, ''
-    args = ['--examples', fixture['examples'], '--transform-graph',
-            fixture['transform_graph'], '--model', model, '--variants',
-            variants, '--rounds', str(self.options['rounds']), '--max-steps',
-            str(self.options['steps']), '--warmup',
-            str(self.options['warmup'])]
-    if replicas:
-      args += ['--cpu-replicas', str(replicas)]
-    argv, command = self.worker('training_worker', *args)
-    self.say(f'training worker: model {model}, variants {variants}'
-             + (f', {replicas} CPU replicas' if replicas else '') + ' ...')
-    run = common.run_measured(argv, self.log_path, self.options['timeout'])
-    if run.returncode or not run.result:
-      self.fail('trainer', f'training worker {model} {variants}', run,
-                command)
-      return None, command
-    return run.result, command
-
-  def bench_trainer_and_input(self, want_trainer: bool,
-                              want_input: bool) -> None:
-    variants = []
-    if want_trainer:
-      variants += ['trainer', 'memory', 'streamed']
-    if want_input:
-      variants += ['memory', 'input']
-    variants = ','.join(dict.fromkeys(variants))
-    for model in self.options['models']:
-      result, command = self._training_worker(model, variants)
-      if not result:
-        continue
-      median = result['median']
-      details = {'global_batch_size': result['global_batch_size'],
-                 'steps_per_execution':
-                     result['plan']['steps_per_execution'],
-                 'steps_per_fit': result['steps_per_fit'],
-                 'train_examples': result['train_examples'],
-                 'train_cached': result.get('train_cached'),
-                 'rounds': result['rates']}
-      if want_trainer:
-        for variant in ('trainer', 'memory', 'streamed'):
-          self.add('trainer', f'{variant} examples/s [{model}]',
-                   median[variant], 'examples/s', command, **details)
-        self.add('trainer', f'trainer / in-memory fit [{model}]',
-                 median['trainer'] / median['memory'], 'ratio', command,
-                 TRAINER_TARGET, **details)
-        self.add('trainer', f'streamed input (cache off) / in-memory fit '
-                 f'[{model}]', median['streamed'] / median['memory'], 'ratio',
-                 command, **details)
-      if want_input:
-        self.add('input', f'input pipeline examples/s [{model}]',
-                 median['input'], 'examples/s', command, **details)
-        self.add('input', f'input pipeline / model consumption [{model}]',
-                 median['input'] / median['memory'], 'ratio', command,
-                 INPUT_TARGET, **details)
-
-  def bench_replicas(self) -> None:
-    rates = {}
-    commands = {}
-    for replicas in self.options['replicas']:
-      result, command = self._training_worker('bow', 'trainer', replicas)
-      if not result:
-        continue
-      rates[replicas] = result['median']['trainer']
-      commands[replicas] = command
-      self.add('replicas', f'trainer examples/s [{replicas} CPU replicas, '
-               f'global batch {result["global_batch_size"]}]',
-               rates[replicas], 'examples/s', command,
-               strategy=result['plan']['strategy'],
-               rounds=result['rates']['trainer'],
-               steps_per_fit=result['steps_per_fit'])
-    base = min(rates) if rates else None
-    for replicas, rate in sorted(rates.items()):
-      if replicas == base:
-        continue
-      self.add('replicas', f'speed-up {replicas} vs {base} CPU replicas',
-               rate / rates[base], 'ratio',
-               f'{commands[replicas]} ; {commands[base]}')
-
-  # End to end --------------------------------------------------------------
-
-  def bench_e2e(self) -> None:
-    results = {}
-    for rows in self.options['e2e_sizes']:
-      data = self.data(rows)
-      out = os.path.join(self.work_dir,
-                         f'e2e-{rows}-{time.strftime("%Y%m%d-%H%M%S")}')
-      argv = [os.path.join(os.path.dirname(sys.executable), 'autostrategy'),
-              'run', '--data', data, '--output', out, '--epochs',
-              str(self.options['e2e_epochs']), '--auc-threshold', '0',
-              '--json']
-      if not os.path.exists(argv[0]):
-        argv[:1] = [sys.executable, '-m', 'tfx_autostrategy.cli']
-      command = common.command_text(argv)
-      self.say(f'autostrategy run on {rows} rows ...')
-      run = common.run_measured(argv, self.log_path, self.options['timeout'])
-      if run.returncode:
-        self.fail('e2e', f'autostrategy run {rows} rows', run, command)
-        continue
-      components = {}
-      try:
-        with open(os.path.join(out, 'summary.json')) as f:
-          for component in json.load(f)['components']:
-            components[component['component']] = component['seconds']
-      except (OSError, KeyError, ValueError):
-        pass
-      results[rows] = (run, components, command)
-      details = {'components_seconds': components,
-                 'data_command': common.data_command(rows,
-                                                     self.options['seed'],
-                                                     data),
-                 'auc': (run.result or {}).get('metrics', {}).get('auc')}
-      self.add('e2e', f'e2e wall time [{rows} rows]', run.seconds, 's',
-               command, **details)
-      self.add('e2e', f'e2e peak RSS, largest process [{rows} rows]',
-               run.peak_rss_mib, 'MiB', command)
-      self.add('e2e', f'e2e peak RSS, whole process tree [{rows} rows]',
-               run.peak_tree_rss_mib, 'MiB', command,
-               processes=run.peak_processes)
-    sizes = sorted(results)
-    if len(sizes) >= 2:
-      n1, n2 = sizes[0], sizes[-1]
-      (r1, c1, cmd1), (r2, c2, cmd2) = results[n1], results[n2]
-      both = f'{cmd1} ; {cmd2}'
-      self.add('e2e', f'e2e wall-time growth exponent {n1}->{n2} rows',
-               report_lib.growth_exponent(n1, r1.seconds, n2, r2.seconds),
-               'log-log slope', both,
-               note='1.0 = linear; fixed start-up costs pull it below 1')
-      marginal = (r2.seconds - r1.seconds) / (n2 - n1)
-      self.add('e2e', f'e2e marginal cost {n1}->{n2} rows',
-               marginal * 1000.0, 's per 1000 rows', both)
-      self.add('e2e', f'e2e peak-RSS growth exponent {n1}->{n2} rows',
-               report_lib.growth_exponent(n1, r1.peak_rss_mib, n2,
-                                          r2.peak_rss_mib),
-               'log-log slope', both)
-      growth = {}
-      for component in sorted(set(c1) & set(c2)):
-        if c1[component] and c2[component] and c1[component] > 0.5:
-          growth[component] = {
-              'seconds': [c1[component], c2[component]],
-              'exponent': report_lib.growth_exponent(
-                  n1, c1[component], n2, c2[component])}
-      if growth:
-        worst = max(growth, key=lambda c: growth[c]['exponent'])
-        self.add('e2e', f'e2e steepest component growth exponent '
-                 f'({worst})', growth[worst]['exponent'], 'log-log slope',
-                 both, components=growth)
-
   # Running -----------------------------------------------------------------
 
   def run(self, checkpoint=lambda: None) -> None:
     """Runs the selected benchmarks; `checkpoint()` after each one."""
     only = self.options['only']
     if 'preflight' in only:
-      self.bench_preflight()
+      benchmarks.preflight(self)
       checkpoint()
     if 'transform' in only:
-      self.bench_transform()
+      benchmarks.transform(self)
       checkpoint()
     if 'trainer' in only or 'input' in only:
-      self.bench_trainer_and_input('trainer' in only, 'input' in only)
+      benchmarks.trainer_and_input(self, 'trainer' in only,
+                                   'input' in only)
       checkpoint()
     if 'replicas' in only:
-      self.bench_replicas()
+      benchmarks.replica_scaling(self)
       checkpoint()
     if 'e2e' in only:
-      self.bench_e2e()
+      benchmarks.e2e(self)
 
   def report(self, machine: Dict[str, Any], started: float) -> Dict[str, Any]:
     return {

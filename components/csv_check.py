@@ -51,8 +51,8 @@ Policy decisions:
   hash only later, so fewer rows in all than one batch is an error and an
   expected eval split below one batch is a warning.
 
-Layouts (see `conventions.input_patterns`): 'single' is `data_root/*.csv`, which the
-pipeline splits by hash; 'presplit' is `data_root/train/*.csv` plus
+Layouts (see `conventions.input_patterns`): 'single' is `data_root/*.csv`,
+which the pipeline splits by hash; 'presplit' is `data_root/train/*.csv` plus
 `data_root/eval/*.csv`. Both at once is ambiguous and an error.
 
 This module is the front door; the work is in `csv_layout` (files, header),
@@ -90,7 +90,8 @@ def check_csv_dir(data_root: str,
                   allowed_labels: Sequence[int] = conventions.LABELS,
                   encoding_errors: str = 'strict',
                   id_column: str = _DEFAULTS.id_column,
-                  lang_column: str = _DEFAULTS.slice_column) -> csv_report.CsvReport:
+                  lang_column: str = _DEFAULTS.slice_column
+                  ) -> csv_report.CsvReport:
   """Checks the CSV files under `data_root` before the pipeline reads them.
 
   Args:
@@ -127,11 +128,12 @@ def check_csv_dir(data_root: str,
     stats[split] = csv_scanner.SplitStats()
     for path in paths:
       with open(path, 'rb') as handle:
-        file_columns = csv_layout.read_header(path, handle, text_column, label_column)
+        file_columns = csv_layout.read_header(path, handle, text_column,
+                                              label_column)
         if columns is None:
           columns, header_file = file_columns, path
           scanner = csv_scanner.FileScanner(columns, text_column, label_column,
-                                 id_column, allowed, encoding_errors)
+                                            id_column, allowed, encoding_errors)
         elif file_columns != columns:
           raise csv_layout.CsvDataError(
               f'{path}:1: header {file_columns} differs from the header of '
@@ -153,8 +155,8 @@ def check_csv_dir(data_root: str,
           f'{", ".join(os.path.basename(p) for p in files[split])})')
   if bad:
     raise csv_report.label_error(bad, label_column, allowed_labels)
-  csv_report.check_training_classes(data_root, layout, files, stats, label_column,
-                          allowed)
+  csv_report.check_training_classes(data_root, layout, files, stats,
+                                    label_column, allowed)
 
   return csv_report.CsvReport(
       data_root=data_root,

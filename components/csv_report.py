@@ -51,7 +51,7 @@ class CsvReport:
 
 
 def label_error(bad: Dict[str, List], label_column: str,
-                 allowed_labels: Sequence[int]) -> csv_layout.CsvDataError:
+                allowed_labels: Sequence[int]) -> csv_layout.CsvDataError:
   """One message for every disallowed label value, most frequent first.
 
   Args:
@@ -135,8 +135,9 @@ def check_batch_size(report: CsvReport, per_replica_batch_size: int,
     for split, rows in report.rows.items():
       if rows < floor:
         directory = os.path.dirname(report.files[split][0])
-        raise csv_layout.CsvDataError(f'{directory}: split {split!r} has {rows} rows, '
-                           f'fewer than {batch}; {advice}')
+        raise csv_layout.CsvDataError(
+            f'{directory}: split {split!r} has {rows} rows, fewer than '
+            f'{batch}; {advice}')
     return []
   total = report.total_rows
   if total < floor:

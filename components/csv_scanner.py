@@ -150,7 +150,7 @@ class FileScanner:
             f'{last_line} into one record that is not valid CSV ({reason}): '
             f'{csv_layout.excerpt(lines[0])}') from None
       raise csv_layout.CsvDataError(f'{where}: malformed CSV record ({error}): '
-                         f'{csv_layout.excerpt(record)}') from None
+                                    f'{csv_layout.excerpt(record)}') from None
     if not fields:
       stats.blank_lines += 1
       return

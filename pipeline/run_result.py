@@ -137,9 +137,10 @@ def read_result(config: config_lib.PipelineConfig) -> RunResult:
                  for c in store.get_contexts_by_execution(execution.id)
                  if c.id in node_contexts), str(execution.id))
     seconds = None
-    if execution.last_update_time_since_epoch and execution.create_time_since_epoch:
-      seconds = (execution.last_update_time_since_epoch -
-                 execution.create_time_since_epoch) / 1000.0
+    created = execution.create_time_since_epoch
+    updated = execution.last_update_time_since_epoch
+    if created and updated:
+      seconds = (updated - created) / 1000.0
     components.append(ComponentRun(
         node, state_names.Name(execution.last_known_state), seconds))
     events = store.get_events_by_execution_ids([execution.id])
@@ -231,7 +232,7 @@ def write_summary(result: Optional[RunResult], path: str,
   """
   os.makedirs(os.path.dirname(path), exist_ok=True)
   summary = result.to_dict() if result else {'pushed_model': None,
-                                              'blessed': False}
+                                             'blessed': False}
   summary.update(extra)
   # Serialized first, then written atomically: a failed write (a full disk)
   # keeps the previous summary instead of leaving an empty file.

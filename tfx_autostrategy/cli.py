@@ -184,7 +184,8 @@ def _add_compile_parser(commands) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
   """`autostrategy run`: see `run_command.run`."""
   from tfx_autostrategy import run_command  # pylint: disable=g-import-not-at-top
-  return run_command.run(args, defaults=vars(build_parser().parse_args(['run'])))
+  defaults = vars(build_parser().parse_args(['run']))
+  return run_command.run(args, defaults=defaults)
 
 
 def cmd_report(args: argparse.Namespace) -> int:

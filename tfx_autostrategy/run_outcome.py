@@ -82,7 +82,7 @@ def print_report_lines(path: Optional[str], model_run: Optional[str],
 def interrupted(stopped, partial, where: str, elapsed: float, layout,
                 summary_path: str, report_keys: Dict[str, Any],
                 out: TextIO) -> int:
-  """A signal stopped the pipeline in `where`; a rerun resumes from the cache."""
+  """A signal stopped the pipeline in `where`; a rerun resumes from cache."""
   pushed = partial.pushed_model if partial else None
   unwritten = failures.write_summary(
       partial, summary_path, status='interrupted',
