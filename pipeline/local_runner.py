@@ -6,6 +6,7 @@ MLMD is `run_result`; turning log records into progress is `progress_log`.
 """
 
 import dataclasses
+import importlib.resources
 import logging
 import os
 import tempfile
@@ -22,17 +23,17 @@ from tfx_autostrategy.pipeline import run_result
 # it, so that the CLI rejects bad input in a second or two.
 
 DEFAULT_PIPELINE_NAME = conventions.DEFAULT_PIPELINE_NAME
-SCHEMA_FILE = os.path.join(
-    os.path.dirname(os.path.dirname(os.path.abspath(config_lib.__file__))),
-    'schemas', 'jigsaw', 'schema.pbtxt')
+# Package data (setup.py maps schemas/ onto tfx_autostrategy.schemas); pip
+# installs unzipped, so it is a file on disk that TFX and open() can read.
+SCHEMA_FILE = str(importlib.resources.files('tfx_autostrategy.schemas') /
+                  'jigsaw' / 'schema.pbtxt')
 # Curated schema column names, renamed when the user's columns differ.
 _SCHEMA_COLUMNS = ('text_column', 'label_column', 'id_column', 'slice_column')
 
 
 def sample_data_dir() -> str:
   """The bundled synthetic sample (see README)."""
-  import tfx_autostrategy  # pylint: disable=g-import-not-at-top
-  return os.path.join(os.path.dirname(tfx_autostrategy.__file__), 'sample')
+  return str(importlib.resources.files('tfx_autostrategy') / 'sample')
 
 
 @dataclasses.dataclass
