@@ -22,6 +22,7 @@ from tfx_autostrategy.components import accelerator
 from tfx_autostrategy.components import models
 from tfx_autostrategy.components import rehearsal
 from tfx_autostrategy.components import settings as settings_lib
+from tfx_autostrategy.components.trainer import export
 
 # Keys of `fn_args.custom_config` (written by the executor).
 TRAINER_KEY = 'trainer'
@@ -558,8 +559,8 @@ def run_fn(fn_args) -> None:
 
   # Every worker saves (collective ops need all of them); only the chief's
   # copy is kept.
-  export_dir = accelerator.export_dir_for(info, fn_args.serving_model_dir)
+  export_dir = export.export_dir_for(info, fn_args.serving_model_dir)
   export_serving_model(model, tf_transform_output, text_settings.text_column,
                        export_dir)
   if export_dir != fn_args.serving_model_dir:
-    accelerator.cleanup(export_dir)
+    export.cleanup(export_dir)

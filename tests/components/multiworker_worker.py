@@ -16,6 +16,7 @@ import os
 import sys
 
 from tfx_autostrategy.components import accelerator
+from tfx_autostrategy.components.trainer import export
 
 PER_REPLICA_BATCH_SIZE = 4
 STEPS_PER_EPOCH = 5
@@ -66,11 +67,11 @@ def main(argv):
                       verbose=0, callbacks=callbacks)
   kernel = model.layers[0].kernel.numpy().ravel().tolist()
 
-  export_dir = accelerator.export_dir_for(info, serving_dir)
+  export_dir = export.export_dir_for(info, serving_dir)
   model.save(export_dir, save_format='tf')
   saved = os.path.exists(os.path.join(export_dir, 'saved_model.pb'))
   if export_dir != serving_dir:
-    accelerator.cleanup(export_dir)
+    export.cleanup(export_dir)
 
   reconfigure_error = ''
   if cpu_replicas:
