@@ -197,7 +197,7 @@ def create_components(config: config_lib.PipelineConfig) -> List:
   transform = tfx.components.Transform(
       examples=example_gen.outputs['examples'],
       schema=schema_gen.outputs['schema'],
-      custom_config={'text': settings_lib.to_json(config.text),
+      custom_config={'text': settings_lib.to_dict(config.text),
                      fingerprint_key: fingerprints['transform']},
       # Statistics of the transformed ids are not used and cost a Beam pass.
       disable_statistics=True,

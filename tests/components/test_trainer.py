@@ -52,11 +52,9 @@ def exec_properties(**trainer_overrides):
       'eval_args': '{}',
       'module_file': config_lib.TRAINER_MODULE_FILE,
       'custom_config': '{}',
-      spec_lib.TEXT_SETTINGS_KEY: settings_lib.to_json(
-          settings_lib.TextSettings()),
+      **spec_lib.settings_parameters(trainer_settings,
+                                     settings_lib.TextSettings()),
   }
-  for key, field in spec_lib.TRAINER_SETTING_KEYS.items():
-    properties[key] = getattr(trainer_settings, field)
   return properties
 
 
