@@ -341,7 +341,7 @@ def test_kubeflow_needs_no_google_cloud_project():
                  pipeline_root='s3://bucket/root', data_root='s3://bucket/d')
   config = compiler.build_config(opts)
   assert config.trainer_custom_config is None
-  assert config.trainer_executor_class == ''
+  assert config.trainer_executor_spec is None
   assert config.serving_model_dir == 's3://bucket/root/serving_model'
   assert not config.use_module_files and not config.metadata_path
 
