@@ -37,6 +37,13 @@ IMAGE_SCHEMA_PATH = '/pipeline/schemas/jigsaw/schema.pbtxt'
 VERTEX_EXECUTOR_CLASS = (
     'tfx_autostrategy.components.trainer.vertex_executor.Executor')
 
+# Keys of the Trainer's custom_config read by TFX's Vertex training extension
+# (tfx.extensions.google_cloud_ai_platform); spelled out here so that checking
+# options does not import TFX. tests/kubeflow checks they match.
+ENABLE_VERTEX_KEY = 'ai_platform_enable_vertex'
+VERTEX_REGION_KEY = 'ai_platform_vertex_region'
+TRAINING_ARGS_KEY = 'ai_platform_training_args'
+
 
 def vertex_trainer_executor_spec():
   """The Trainer's executor on Vertex AI (ours, run as a custom job).
@@ -46,13 +53,6 @@ def vertex_trainer_executor_spec():
   from tfx.dsl.components.base import executor_spec  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.components.trainer import vertex_executor  # pylint: disable=g-import-not-at-top
   return executor_spec.ExecutorClassSpec(vertex_executor.Executor)
-
-# Keys of the Trainer's custom_config read by TFX's Vertex training extension
-# (tfx.extensions.google_cloud_ai_platform); spelled out here so that checking
-# options does not import TFX. tests/kubeflow checks they match.
-ENABLE_VERTEX_KEY = 'ai_platform_enable_vertex'
-VERTEX_REGION_KEY = 'ai_platform_vertex_region'
-TRAINING_ARGS_KEY = 'ai_platform_training_args'
 
 
 def _is_remote(uri: str) -> bool:

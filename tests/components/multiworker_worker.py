@@ -16,7 +16,6 @@ import os
 import sys
 
 from tfx_autostrategy.components import accelerator
-from tfx_autostrategy.components.trainer import export
 
 PER_REPLICA_BATCH_SIZE = 4
 STEPS_PER_EPOCH = 5
@@ -33,6 +32,7 @@ def main(argv):
   logging.basicConfig(level=logging.INFO, stream=sys.stderr)
   import numpy as np  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.components.trainer import export  # pylint: disable=g-import-not-at-top
 
   strategy, plan, info = accelerator.resolve(
       'auto', PER_REPLICA_BATCH_SIZE, collective_timeout_seconds=timeout)
