@@ -14,7 +14,7 @@ state (the rounds alternate between them):
 
 * `trainer`: what `run_fn` does — `accelerator.resolve`, the FnArgs TFX
   builds (`fn_args_utils.get_common_fn_args`, so the same `data_accessor`),
-  `trainer_module.input_dataset` over the transformed TFRecords (decoded
+  `input_pipeline.input_dataset` over the transformed TFRecords (decoded
   examples cached in memory when `cache_plan` says the split fits, as
   run_fn decides), model built and compiled in `strategy.scope()` with the
   plan's steps_per_execution, `model.fit(dataset, steps_per_epoch=...)`.
@@ -88,15 +88,15 @@ def in_memory_batches(fn_args, tf_transform_output, global_batch_size: int,
   """The first `batches` batches of the train split, as numpy arrays.
 
   Read with the Trainer's own input function
-  (`trainer_module.input_dataset`, unshuffled, uncached), so the in-memory
+  (`input_pipeline.input_dataset`, unshuffled, uncached), so the in-memory
   baseline fits exactly the examples and shapes the Trainer reads.
 
   Returns:
     (features, labels): feature name -> [batches x batch, ...], labels.
   """
   import numpy as np  # pylint: disable=g-import-not-at-top
-  from tfx_autostrategy.components.trainer import trainer_module  # pylint: disable=g-import-not-at-top
-  dataset = trainer_module.input_dataset(
+  from tfx_autostrategy.components.trainer import input_pipeline  # pylint: disable=g-import-not-at-top
+  dataset = input_pipeline.input_dataset(
       fn_args.train_files, fn_args.data_accessor, tf_transform_output,
       global_batch_size, shuffle=False)
   features, labels = {}, []
@@ -170,7 +170,7 @@ def main(argv=None) -> int:
   from tfx_autostrategy.components import accelerator  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.components import models  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.components import settings as settings_lib  # pylint: disable=g-import-not-at-top
-  from tfx_autostrategy.components.trainer import trainer_module  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.components.trainer import input_pipeline  # pylint: disable=g-import-not-at-top
 
   trainer_settings = settings_lib.TrainerSettings(
       model=args.model, per_replica_batch_size=args.per_replica_batch_size)
@@ -198,19 +198,19 @@ def main(argv=None) -> int:
   datasets, fitted = {}, {}
   # As run_fn: a shuffle buffer that covers the split, and the split cached
   # when it fits the default budget.
-  cached = trainer_module.cache_plan(
+  cached = input_pipeline.cache_plan(
       {'train': train_examples},
-      trainer_module.decoded_example_bytes(tf_transform_output),
+      input_pipeline.decoded_example_bytes(tf_transform_output),
       trainer_settings.input_cache_mb)['train']
   for variant in variants:
     if variant in ('trainer', 'input', 'streamed'):
-      datasets[variant] = trainer_module.input_dataset(
+      datasets[variant] = input_pipeline.input_dataset(
           fn_args.train_files, fn_args.data_accessor, tf_transform_output,
           batch, shuffle=True,
-          shuffle_buffer_size=trainer_module.shuffle_buffer_for(
+          shuffle_buffer_size=input_pipeline.shuffle_buffer_for(
               train_examples),
           cache=cached and variant != 'streamed')
-      trainer_module.check_static_shapes(datasets[variant])
+      input_pipeline.check_static_shapes(datasets[variant])
     if variant == 'input':
       continue
     with strategy.scope():

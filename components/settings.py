@@ -1,8 +1,9 @@
 """Structured settings shared by the pipeline, Transform and the Trainer.
 
 TFX component parameters only carry primitives, so structured settings travel
-as JSON: `to_json` produces it and `from_json` parses it, and nothing else in
-the code base builds or reads that JSON by hand.
+as JSON: `to_json` produces it and `from_json` parses it (a `custom_config`,
+itself JSON, carries the plain dict of `to_dict`, which `from_json` parses
+too), and nothing else in the code base builds or reads them by hand.
 """
 
 import dataclasses
@@ -81,7 +82,7 @@ class TextSettings:
 
 @dataclasses.dataclass(frozen=True)
 class TrainerSettings:
-  """How the Trainer trains; every field is a primitive component parameter.
+  """How the Trainer trains; primitives only, carried by one JSON parameter.
 
   Attributes:
     model: one of `MODELS`.
@@ -138,9 +139,14 @@ class TrainerSettings:
       raise ValueError('model=hub needs hub_model_path')
 
 
+def to_dict(settings: Any) -> Dict[str, Any]:
+  """A settings dataclass as the plain dict a `custom_config` carries."""
+  return dataclasses.asdict(settings)
+
+
 def to_json(settings: Any) -> str:
   """Serialises a settings dataclass to the JSON carried by TFX parameters."""
-  return json.dumps(dataclasses.asdict(settings), sort_keys=True)
+  return json.dumps(to_dict(settings), sort_keys=True)
 
 
 def from_json(cls: Type[T], text: Any) -> T:

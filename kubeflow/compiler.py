@@ -46,6 +46,16 @@ VERTEX_REGION_KEY = 'ai_platform_vertex_region'
 TRAINING_ARGS_KEY = 'ai_platform_training_args'
 
 
+def vertex_trainer_executor_spec():
+  """The Trainer's executor on Vertex AI (ours, run as a custom job).
+
+  Imports TFX's Vertex training extension, so only a Vertex compile calls it.
+  """
+  from tfx.dsl.components.base import executor_spec  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.components.trainer import vertex_executor  # pylint: disable=g-import-not-at-top
+  return executor_spec.ExecutorClassSpec(vertex_executor.Executor)
+
+
 def _is_remote(uri: str) -> bool:
   return '://' in uri
 
@@ -295,8 +305,8 @@ def build_config(options: CompileOptions) -> config_lib.PipelineConfig:
       # uploaded to the pipeline root at compile time.
       use_module_files=False,
       trainer_custom_config=trainer_custom_config(options),
-      trainer_executor_class=(VERTEX_EXECUTOR_CLASS
-                              if options.target == 'vertex' else ''))
+      trainer_executor_spec=(vertex_trainer_executor_spec()
+                             if options.target == 'vertex' else None))
 
 
 def kubeflow_resource_spec(pool: worker_pools.WorkerPool):

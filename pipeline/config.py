@@ -61,8 +61,9 @@ class PipelineConfig:
     transform_module_file: module file defining `preprocessing_fn`.
     trainer_module_file: module file defining `run_fn`.
     trainer_custom_config: extra Trainer custom_config (e.g. Vertex AI).
-    trainer_executor_class: dotted path of a replacement Trainer executor
-      ('' keeps ours); the Vertex compiler sets the Vertex training executor.
+    trainer_executor_spec: a TFX `ExecutorClassSpec` replacing the Trainer's
+      executor (None keeps ours); the Vertex compiler passes the one of the
+      Vertex training executor.
   """
   pipeline_name: str
   pipeline_root: str
@@ -85,7 +86,7 @@ class PipelineConfig:
   transform_module_file: str = TRANSFORM_MODULE_FILE
   trainer_module_file: str = TRAINER_MODULE_FILE
   trainer_custom_config: Optional[Dict[str, Any]] = None
-  trainer_executor_class: str = ''
+  trainer_executor_spec: Optional[Any] = None
 
   def __post_init__(self):
     validate_pipeline_name(self.pipeline_name)

@@ -11,7 +11,6 @@ from typing import Dict, List
 
 import tensorflow_model_analysis as tfma
 from tfx import v1 as tfx
-from tfx.dsl.components.base import executor_spec
 
 from tfx_autostrategy.components import conventions
 from tfx_autostrategy.components import settings as settings_lib
@@ -129,15 +128,6 @@ def eval_config(config: config_lib.PipelineConfig) -> tfma.EvalConfig:
       ])
 
 
-def _trainer_executor_spec(dotted_path: str):
-  if not dotted_path:
-    return None
-  module_name, class_name = dotted_path.rsplit('.', 1)
-  executor_class = getattr(importlib.import_module(module_name), class_name)
-  # tfx.v1 does not export ExecutorClassSpec.
-  return executor_spec.ExecutorClassSpec(executor_class)
-
-
 def _module_of(dotted_path: str) -> str:
   """The source file of the module holding `dotted_path`'s last name."""
   return importlib.import_module(dotted_path.rsplit('.', 1)[0]).__file__
@@ -146,8 +136,8 @@ def _module_of(dotted_path: str) -> str:
 def code_fingerprints(config: config_lib.PipelineConfig) -> Dict[str, str]:
   """{'transform': hash, 'trainer': hash} of the code each component runs.
 
-  The Trainer runs its executor (the stock-spec AutoStrategyTrainer executor
-  or `trainer_executor_class`) and `run_fn` with what they import; Transform
+  The Trainer runs its executor (AutoStrategyTrainer's own or the one of
+  `trainer_executor_spec`) and `run_fn` with what they import; Transform
   runs `preprocessing_fn` with what it imports.
   """
   if config.use_module_files:
@@ -156,11 +146,9 @@ def code_fingerprints(config: config_lib.PipelineConfig) -> Dict[str, str]:
   else:
     transform_entry = _module_of(config_lib.PREPROCESSING_FN)
     trainer_entry = _module_of(config_lib.RUN_FN)
-  if config.trainer_executor_class:
-    executor_module = _module_of(config.trainer_executor_class)
-  else:
-    executor_module = inspect.getsourcefile(
-        AutoStrategyTrainer.EXECUTOR_SPEC.executor_class)
+  executor_module = inspect.getsourcefile(
+      (config.trainer_executor_spec or AutoStrategyTrainer.EXECUTOR_SPEC)
+      .executor_class)
   return {
       'transform': code_fingerprint.fingerprint([transform_entry]),
       'trainer': code_fingerprint.fingerprint([trainer_entry, executor_module]),
@@ -201,7 +189,7 @@ def create_components(config: config_lib.PipelineConfig) -> List:
   transform = tfx.components.Transform(
       examples=example_gen.outputs['examples'],
       schema=schema_gen.outputs['schema'],
-      custom_config={'text': settings_lib.to_json(config.text),
+      custom_config={'text': settings_lib.to_dict(config.text),
                      fingerprint_key: fingerprints['transform']},
       # Statistics of the transformed ids are not used and cost a Beam pass.
       disable_statistics=True,
@@ -220,7 +208,7 @@ def create_components(config: config_lib.PipelineConfig) -> List:
       eval_args=tfx.proto.EvalArgs(num_steps=config.eval_steps),
       custom_config={**(config.trainer_custom_config or {}),
                      fingerprint_key: fingerprints['trainer']},
-      custom_executor_spec=_trainer_executor_spec(config.trainer_executor_class),
+      custom_executor_spec=config.trainer_executor_spec,
       **trainer_code).with_id(TRAINER)
 
   # The serving model: the latest model the Evaluator blessed (none at first).

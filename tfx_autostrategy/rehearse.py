@@ -96,6 +96,7 @@ def _upstream_from_mlmd(metadata_path: str) -> Optional[Dict[str, Any]]:
   import ml_metadata as mlmd  # pylint: disable=g-import-not-at-top
   from ml_metadata.proto import metadata_store_pb2  # pylint: disable=g-import-not-at-top
   from tfx import v1 as tfx  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.components import settings  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.pipeline import pipeline as pipeline_lib  # pylint: disable=g-import-not-at-top
   store = mlmd.MetadataStore(
       tfx.orchestration.metadata.sqlite_metadata_connection_config(
@@ -139,7 +140,8 @@ def _upstream_from_mlmd(metadata_path: str) -> Optional[Dict[str, Any]]:
           'statistics': [statistics['statistics']],
           'schema': [schema['schema']],
       },
-      'text_settings': custom_config['text'],
+      'text_settings': settings.from_json(settings.TextSettings,
+                                          custom_config['text']),
   }
 
 
@@ -243,10 +245,9 @@ def run_workers(shape, upstream: Dict[str, Any], trainer_settings,
       'run_fn': config_lib.RUN_FN,
       'custom_config': json.dumps(
           {trainer_module.REHEARSAL_KEY: shape.to_dict()}),
-      spec_lib.TEXT_SETTINGS_KEY: upstream['text_settings'],
+      **spec_lib.settings_parameters(trainer_settings,
+                                     upstream['text_settings']),
   }
-  for key, field in spec_lib.TRAINER_SETTING_KEYS.items():
-    exec_properties[key] = getattr(trainer_settings, field)
   spec = {
       'inputs': upstream['inputs'],
       'outputs': {
@@ -373,8 +374,7 @@ def _run_locked(args: argparse.Namespace, lock: contextlib.ExitStack) -> int:
   try:
     result = run_workers(shape, upstream, trainer_settings, steps, run_dir)
     exported = os.path.join(run_dir, 'model', 'Format-Serving')
-    probabilities = serve(exported, json.loads(
-        upstream['text_settings'])['text_column'])
+    probabilities = serve(exported, upstream['text_settings'].text_column)
   except RehearsalError as error:
     print(f'error: rehearsal of {shape.name} failed: {error}',
           file=sys.stderr)

@@ -83,9 +83,7 @@ class AutoStrategyTrainer(base_component.BaseComponent):
         module_file=module_file,
         run_fn=run_fn,
         custom_config=json_utils.dumps(custom_config or {}),
-        text_settings=settings_lib.to_json(text_settings),
-        **{key: getattr(trainer_settings, field)
-           for key, field in spec.TRAINER_SETTING_KEYS.items()},
+        **spec.settings_parameters(trainer_settings, text_settings),
         model=types.Channel(type=standard_artifacts.Model),
         model_run=types.Channel(type=standard_artifacts.ModelRun))
     super().__init__(spec=component_spec,

@@ -1,10 +1,11 @@
 """Executor of AutoStrategyTrainer: the stock generic executor plus settings.
 
-It turns the component's primitive parameters into the `custom_config` that
-`run_fn` reads, derives example counts from the statistics artifact (the stock
-Trainer cannot size epochs from data; tensorflow/tfx#1355, #2810), rejects
-labels outside {0, 1} before training, picks a resumable backup directory, and
-lets non-chief workers finish without a serving export of their own.
+It parses the component's two settings parameters (`spec.py`) and hands them
+to `run_fn` as plain dicts in `custom_config`, derives example counts from the
+statistics artifact (the stock Trainer cannot size epochs from data;
+tensorflow/tfx#1355, #2810), rejects labels outside {0, 1} before training,
+picks a resumable backup directory, and lets non-chief workers finish without
+a serving export of their own.
 """
 
 import hashlib
@@ -37,12 +38,18 @@ class LabelError(ValueError):
 
 def trainer_settings_from(exec_properties: Dict[str, Any]
                          ) -> settings_lib.TrainerSettings:
-  """Builds TrainerSettings from the component's primitive parameters."""
-  return settings_lib.TrainerSettings(**{
-      field: exec_properties[key]
-      for key, field in spec.TRAINER_SETTING_KEYS.items()
-      if exec_properties.get(key) is not None
-  })
+  """Parses the component's `trainer_settings` parameter."""
+  return settings_lib.from_json(
+      settings_lib.TrainerSettings,
+      exec_properties.get(spec.TRAINER_SETTINGS_KEY) or '{}')
+
+
+def text_settings_from(exec_properties: Dict[str, Any]
+                      ) -> settings_lib.TextSettings:
+  """Parses the component's `text_settings` parameter."""
+  return settings_lib.from_json(
+      settings_lib.TextSettings,
+      exec_properties.get(spec.TEXT_SETTINGS_KEY) or '{}')
 
 
 def example_counts(statistics: types.Artifact) -> Dict[str, int]:
@@ -112,14 +119,14 @@ class Executor(trainer_executor.GenericExecutor):
          exec_properties: Dict[str, Any]) -> None:
     self._log_startup(input_dict, output_dict, exec_properties)
     trainer_settings = trainer_settings_from(exec_properties)
-    text_json = exec_properties.get(spec.TEXT_SETTINGS_KEY) or '{}'
-    text_settings = settings_lib.from_json(settings_lib.TextSettings, text_json)
+    text_settings = text_settings_from(exec_properties)
 
     custom_config = json_utils.loads(
         exec_properties.get(std.CUSTOM_CONFIG_KEY) or 'null') or {}
-    custom_config[trainer_module.TRAINER_KEY] = settings_lib.to_json(
+    custom_config[trainer_module.TRAINER_KEY] = settings_lib.to_dict(
         trainer_settings)
-    custom_config[trainer_module.TEXT_KEY] = text_json
+    custom_config[trainer_module.TEXT_KEY] = settings_lib.to_dict(
+        text_settings)
     statistics = input_dict.get(spec.STATISTICS_KEY)
     if statistics:
       check_labels(statistics[0], text_settings.label_column)

@@ -151,8 +151,9 @@ def preprocessing_fn(inputs: Dict[str, Any],
   Args:
     inputs: raw features parsed with the curated schema. Reads the text and
       label columns named in the text settings.
-    custom_config: `{'text': <TextSettings JSON>}` from the pipeline; without
-      it the `TextSettings` defaults apply.
+    custom_config: `{'text': <TextSettings as settings.to_dict>}` from the
+      pipeline (JSON from `to_json` is read too); without it the
+      `TextSettings` defaults apply.
 
   Returns:
     `settings.TEXT_IDS` `[batch, sequence_length]` int64 (0 is padding),

@@ -32,6 +32,7 @@ def main(argv):
   logging.basicConfig(level=logging.INFO, stream=sys.stderr)
   import numpy as np  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.components.trainer import export  # pylint: disable=g-import-not-at-top
 
   strategy, plan, info = accelerator.resolve(
       'auto', PER_REPLICA_BATCH_SIZE, collective_timeout_seconds=timeout)
@@ -66,11 +67,11 @@ def main(argv):
                       verbose=0, callbacks=callbacks)
   kernel = model.layers[0].kernel.numpy().ravel().tolist()
 
-  export_dir = accelerator.export_dir_for(info, serving_dir)
+  export_dir = export.export_dir_for(info, serving_dir)
   model.save(export_dir, save_format='tf')
   saved = os.path.exists(os.path.join(export_dir, 'saved_model.pb'))
   if export_dir != serving_dir:
-    accelerator.cleanup(export_dir)
+    export.cleanup(export_dir)
 
   reconfigure_error = ''
   if cpu_replicas:

@@ -16,6 +16,7 @@ import pytest
 
 from tfx_autostrategy import tf_env
 from tfx_autostrategy.components import accelerator
+from tfx_autostrategy.components.trainer import export
 
 WORKER_SCRIPT = os.path.join(os.path.dirname(__file__), 'multiworker_worker.py')
 
@@ -426,17 +427,17 @@ def test_only_the_chief_keeps_its_export(tmp_path):
                              list_devices=cpu_only)
   other = accelerator.detect('cpu', environ=tf_config(TWO_WORKERS, 'worker', 1),
                              list_devices=cpu_only)
-  assert accelerator.export_dir_for(chief, serving_dir) == serving_dir
-  temp_dir = accelerator.export_dir_for(other, serving_dir)
+  assert export.export_dir_for(chief, serving_dir) == serving_dir
+  temp_dir = export.export_dir_for(other, serving_dir)
   assert temp_dir != serving_dir and os.path.isdir(temp_dir)
   assert 'worker-1' in os.path.basename(temp_dir)
   with open(os.path.join(temp_dir, 'saved_model.pb'), 'w') as f:
     f.write('x')
-  accelerator.cleanup(temp_dir)
+  export.cleanup(temp_dir)
   assert not os.path.exists(temp_dir)
   os.makedirs(serving_dir)
   with pytest.raises(ValueError, match='refusing to delete'):
-    accelerator.cleanup(serving_dir)
+    export.cleanup(serving_dir)
   assert os.path.isdir(serving_dir)
 
 

@@ -146,11 +146,11 @@ def test_empty_text_gives_a_finite_prediction(tf_modules, name):
 
 def test_non_finite_loss_stops_training_with_an_error(tf_modules):
   tf, _, _ = tf_modules
-  from tfx_autostrategy.components.trainer import trainer_module  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.components.trainer import callbacks  # pylint: disable=g-import-not-at-top
   model = tf.keras.Sequential([tf.keras.layers.Dense(1, input_shape=(2,))])
   model.compile('sgd', 'mse')
   features = tf.constant([[1.0, 2.0], [float('nan'), 1.0]] * 4)
-  with pytest.raises(trainer_module.TrainingDivergedError,
+  with pytest.raises(callbacks.TrainingDivergedError,
                      match=r'training loss became nan in epoch 1 at step 1'):
     model.fit(features, tf.zeros([8]), batch_size=8, epochs=2, verbose=0,
-              callbacks=[trainer_module.FailOnNonFiniteLoss()])
+              callbacks=[callbacks.FailOnNonFiniteLoss()])

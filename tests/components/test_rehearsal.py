@@ -25,6 +25,7 @@ PRELUDE = textwrap.dedent("""
     from tfx_autostrategy.components import models
     from tfx_autostrategy.components import rehearsal
     from tfx_autostrategy.components import settings
+    from tfx_autostrategy.components.trainer import callbacks
     from tfx_autostrategy.components.trainer import trainer_module
 
     TEXT = settings.TextSettings(sequence_length=16, vocab_size=50,
@@ -70,7 +71,7 @@ ONE_DEVICE = PRELUDE + textwrap.dedent("""
       model = models.build(TEXT, trainer)
       models.compile_model(model, trainer, plan.steps_per_execution,
                            jit_compile=plan.jit_compile)
-    callbacks = trainer_module.training_callbacks(
+    callbacks = callbacks.training_callbacks(
         plan, os.path.join(workdir, 'backup'), workdir, epochs=2)
     check_callbacks(callbacks)
     history = model.fit(dataset('bow', plan.global_batch_size, 64),

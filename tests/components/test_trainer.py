@@ -15,6 +15,7 @@ import tensorflow as tf
 
 from tfx_autostrategy.components import settings as settings_lib
 from tfx_autostrategy.components.trainer import executor as executor_lib
+from tfx_autostrategy.components.trainer import input_pipeline
 from tfx_autostrategy.components.trainer import spec as spec_lib
 from tfx_autostrategy.components.trainer import trainer_module
 from tfx_autostrategy.pipeline import config as config_lib
@@ -51,11 +52,9 @@ def exec_properties(**trainer_overrides):
       'eval_args': '{}',
       'module_file': config_lib.TRAINER_MODULE_FILE,
       'custom_config': '{}',
-      spec_lib.TEXT_SETTINGS_KEY: settings_lib.to_json(
-          settings_lib.TextSettings()),
+      **spec_lib.settings_parameters(trainer_settings,
+                                     settings_lib.TextSettings()),
   }
-  for key, field in spec_lib.TRAINER_SETTING_KEYS.items():
-    properties[key] = getattr(trainer_settings, field)
   return properties
 
 
@@ -270,59 +269,59 @@ def test_too_little_data_names_the_split_count_and_batch(upstream, tmp_path):
 
 
 def test_steps_for_split():
-  assert trainer_module.steps_for_split('train', None, {'train': 100}, 32) == 3
-  assert trainer_module.steps_for_split('train', 10, {}, 32, divide_by=2) == 5
-  with pytest.raises(trainer_module.TrainingDataError,
+  assert input_pipeline.steps_for_split('train', None, {'train': 100}, 32) == 3
+  assert input_pipeline.steps_for_split('train', 10, {}, 32, divide_by=2) == 5
+  with pytest.raises(input_pipeline.TrainingDataError,
                      match="split 'eval' has 31 examples, fewer than one "
                      'global batch of 32'):
-    trainer_module.steps_for_split('eval', None, {'eval': 31}, 32)
-  with pytest.raises(trainer_module.TrainingDataError,
+    input_pipeline.steps_for_split('eval', None, {'eval': 31}, 32)
+  with pytest.raises(input_pipeline.TrainingDataError,
                      match="no example count"):
-    trainer_module.steps_for_split('train', None, {}, 32)
+    input_pipeline.steps_for_split('train', None, {}, 32)
 
 
 def test_tpu_refuses_fixed_lengths_off_the_tiling_rule():
-  trainer_module.check_tpu_lengths(settings_lib.TextSettings(
+  input_pipeline.check_tpu_lengths(settings_lib.TextSettings(
       sequence_length=64, char_ngram_length=512))
-  with pytest.raises(trainer_module.TrainingDataError) as raised:
-    trainer_module.check_tpu_lengths(settings_lib.TextSettings(
+  with pytest.raises(input_pipeline.TrainingDataError) as raised:
+    input_pipeline.check_tpu_lengths(settings_lib.TextSettings(
         sequence_length=64, char_ngram_length=500))
   assert str(raised.value) == (
       'char_ngram_length 500 is not a multiple of 8: the TPU tiles fixed '
       'feature lengths in multiples of 8, and Transform already wrote ids of '
       'length 500; rerun with --char-ngram-length 504')
   # Without character n-grams only the word ids count.
-  with pytest.raises(trainer_module.TrainingDataError, match=(
+  with pytest.raises(input_pipeline.TrainingDataError, match=(
       'sequence_length 60 is not a multiple of 8.*--sequence-length 64')):
-    trainer_module.check_tpu_lengths(settings_lib.TextSettings(
+    input_pipeline.check_tpu_lengths(settings_lib.TextSettings(
         sequence_length=60, char_ngram_min=0, char_ngram_length=500))
 
 
 def test_check_static_shapes_names_the_dynamic_feature():
   dataset = tf.data.Dataset.from_tensors(
       ({'text_ids': tf.zeros([4, 8], tf.int64)}, tf.zeros([4], tf.int64)))
-  trainer_module.check_static_shapes(dataset)
+  input_pipeline.check_static_shapes(dataset)
   ragged = tf.data.Dataset.from_tensor_slices(
       ({'text_ids': tf.zeros([4, 8], tf.int64)}, tf.zeros([4], tf.int64))
   ).batch(3)  # Without drop_remainder the batch dimension is unknown.
-  with pytest.raises(trainer_module.TrainingDataError,
+  with pytest.raises(input_pipeline.TrainingDataError,
                      match="feature 'text_ids' has no static shape"):
-    trainer_module.check_static_shapes(ragged)
+    input_pipeline.check_static_shapes(ragged)
 
 
 def test_cache_plan_fills_train_first_then_eval():
   mib = 1 << 20
   # 10,000 bytes per example, 1 MiB: 100 train examples fit, 50 eval do not.
-  assert trainer_module.cache_plan({'train': 100, 'eval': 50}, 10_000,
+  assert input_pipeline.cache_plan({'train': 100, 'eval': 50}, 10_000,
                                    1) == {'train': True, 'eval': False}
-  assert trainer_module.cache_plan({'train': 200, 'eval': 50}, 10_000,
+  assert input_pipeline.cache_plan({'train': 200, 'eval': 50}, 10_000,
                                    1) == {'train': False, 'eval': True}
-  assert trainer_module.cache_plan({'train': 100, 'eval': 4}, 10_000,
+  assert input_pipeline.cache_plan({'train': 100, 'eval': 4}, 10_000,
                                    1) == {'train': True, 'eval': True}
-  assert trainer_module.cache_plan({'train': 1, 'eval': 1}, mib,
+  assert input_pipeline.cache_plan({'train': 1, 'eval': 1}, mib,
                                    0) == {'train': False, 'eval': False}
   # Unknown counts (explicit steps, no statistics): stream.
-  assert trainer_module.cache_plan({}, 10, 1024) == {'train': False,
+  assert input_pipeline.cache_plan({}, 10, 1024) == {'train': False,
                                                      'eval': False}
 
 
@@ -348,7 +347,7 @@ def test_decoded_example_bytes_counts_every_transformed_feature(upstream):
   _, tf_transform_output = _transformed(upstream)
   text = settings_lib.TextSettings()
   # text_ids + char_ngrams + the label, int64 each.
-  assert trainer_module.decoded_example_bytes(tf_transform_output) == (
+  assert input_pipeline.decoded_example_bytes(tf_transform_output) == (
       (text.sequence_length + text.char_ngram_length + 1) * 8)
 
 
@@ -360,14 +359,14 @@ def test_cached_input_yields_the_streamed_examples(upstream):
   steps = counts['train'] // batch
 
   def dataset(shuffle, cache):
-    return trainer_module.input_dataset(
+    return input_pipeline.input_dataset(
         fn_args.train_files, fn_args.data_accessor, tf_transform_output,
         batch, shuffle=shuffle, cache=cache,
-        shuffle_buffer_size=trainer_module.shuffle_buffer_for(
+        shuffle_buffer_size=input_pipeline.shuffle_buffer_for(
             counts['train']))
 
   cached = dataset(shuffle=False, cache=True)
-  trainer_module.check_static_shapes(cached)
+  input_pipeline.check_static_shapes(cached)
   assert cached.element_spec[1].shape.as_list() == [batch]
   # Unshuffled, the cached path yields the streamed batches in order.
   streamed_rows = _rows(dataset(shuffle=False, cache=False).take(steps))
@@ -375,7 +374,7 @@ def test_cached_input_yields_the_streamed_examples(upstream):
   assert cached_rows == streamed_rows
   assert len(cached_rows) == steps * batch
   everything = collections.Counter(
-      _rows(trainer_module.input_dataset(
+      _rows(input_pipeline.input_dataset(
           fn_args.train_files, fn_args.data_accessor, tf_transform_output,
           1, shuffle=False, cache=True).take(counts['train'])))
   assert sum(everything.values()) == counts['train']
@@ -400,10 +399,10 @@ def test_cached_shuffle_order_is_the_same_in_every_worker(upstream):
   steps = 2 * counts['train'] // batch  # two epochs
 
   def worker_copy():
-    return trainer_module.input_dataset(
+    return input_pipeline.input_dataset(
         fn_args.train_files, fn_args.data_accessor, tf_transform_output,
         batch, shuffle=True, cache=True,
-        shuffle_buffer_size=trainer_module.shuffle_buffer_for(
+        shuffle_buffer_size=input_pipeline.shuffle_buffer_for(
             counts['train'])).take(steps)
 
   one, two = _rows(worker_copy()), _rows(worker_copy())

@@ -224,7 +224,8 @@ def test_vertex_trainer_runs_our_executor_on_the_worker_pool(
       },
   }
   # The Trainer insists on the accelerator the pool provides.
-  assert parameters['accelerator'] == pool.kind
+  assert json.loads(parameters['trainer_settings'])['accelerator'] == (
+      pool.kind)
 
 
 def test_vertex_executor_runs_our_trainer_executor_remotely():
@@ -263,7 +264,7 @@ def test_kubeflow_trainer_requests_the_machine(compiled, accelerator):
   # The Trainer's cache key follows its code (pipeline/code_fingerprint.py).
   assert re.fullmatch('[0-9a-f]{64}', custom_config.pop('code_fingerprint'))
   assert custom_config == {}
-  assert parameters['accelerator'] == kind
+  assert json.loads(parameters['trainer_settings'])['accelerator'] == kind
   # Only the Trainer asks for the machine.
   for task in spec.root.dag.tasks:
     if task != TRAINER:
@@ -344,7 +345,7 @@ def test_kubeflow_needs_no_google_cloud_project():
                  pipeline_root='s3://bucket/root', data_root='s3://bucket/d')
   config = compiler.build_config(opts)
   assert config.trainer_custom_config is None
-  assert config.trainer_executor_class == ''
+  assert config.trainer_executor_spec is None
   assert config.serving_model_dir == 's3://bucket/root/serving_model'
   assert not config.use_module_files and not config.metadata_path
 

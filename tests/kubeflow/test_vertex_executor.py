@@ -188,7 +188,8 @@ def test_remote_executor_gets_every_execution_property(exec_properties,
   assert remote_properties == exec_properties
   assert trainer_executor.trainer_settings_from(remote_properties) == (
       settings_lib.TrainerSettings(accelerator='tpu'))
-  assert isinstance(remote_properties['per_replica_batch_size'], int)
+  assert isinstance(json.loads(remote_properties['trainer_settings'])[
+      'per_replica_batch_size'], int)
   assert settings_lib.from_json(
       settings_lib.TextSettings,
       remote_properties['text_settings']) == settings_lib.TextSettings()

@@ -1,0 +1,254 @@
+"""The distribution plan: batch, precision, steps per execution, XLA, backups.
+
+`plan_for` turns what `devices.detect` found and the strategy built for it
+into the numbers the Trainer uses, with each device kind's defaults and the
+TPU batch rounding; `apply_precision` sets the Keras policy the plan names,
+and `format_plan` prints it for `autostrategy detect`.
+"""
+
+import dataclasses
+import logging
+from typing import Any, Dict, Tuple
+
+from tfx_autostrategy.components import devices
+from tfx_autostrategy.components import settings
+
+AcceleratorInfo = devices.AcceleratorInfo
+
+PRECISIONS = ('float32', 'mixed_float16', 'mixed_bfloat16')
+
+# Several steps per tf.function call hide host overhead; on TPU the host loop
+# is the bottleneck for small models, on CPU there is nothing to hide.
+TPU_STEPS_PER_EXECUTION = 32
+GPU_STEPS_PER_EXECUTION = 4
+CPU_STEPS_PER_EXECUTION = 1
+
+# XLA pads each TPU core's batch dimension to a multiple of this (the Cloud
+# TPU performance guide: 128 per core is ideal), and fixed feature lengths
+# tile in multiples of it too.
+TPU_BATCH_MULTIPLE = 8
+
+# TPUs get no preemption notice (TF's PreemptionCheckpointHandler supports
+# MultiWorkerMirroredStrategy only), so on TPU the backup is also written every
+# this many steps: a preempted job loses at most that much work. Elsewhere
+# BackupAndRestore saves at every epoch end.
+TPU_BACKUP_EVERY_STEPS = 256
+
+# TF's class names for strategies whose public `tf.distribute` name differs.
+_PUBLIC_STRATEGY_NAMES = {
+    'TPUStrategyV2': 'TPUStrategy',
+    'CollectiveAllReduceStrategy': 'MultiWorkerMirroredStrategy',
+    '_DefaultDistributionStrategy': 'DefaultStrategy',
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class DistributionPlan:
+  """How the Trainer trains: what `autostrategy detect --json` prints.
+
+  Attributes:
+    accelerator: 'tpu', 'gpu' or 'cpu'.
+    strategy: public `tf.distribute` name of the strategy's class
+      ('MultiWorkerMirroredStrategy', not 'CollectiveAllReduceStrategy';
+      'DefaultStrategy' for `tf.distribute.get_strategy()`).
+    num_replicas: `strategy.num_replicas_in_sync`.
+    per_replica_batch_size: examples per replica per step.
+    global_batch_size: per_replica_batch_size x num_replicas.
+    precision: Keras mixed precision policy name.
+    steps_per_execution: Keras steps per tf.function call.
+    jit_compile: whether the train step is compiled with XLA.
+    backup_every_steps: BackupAndRestore also saves every this many steps
+      (0: at epoch ends only).
+    adjustments: settings the plan changed to fit the machine, and why.
+    is_chief: whether this process exports the model.
+    num_workers: training processes in the cluster.
+    devices: logical device names seen by this process.
+    reason: why this accelerator was chosen.
+  """
+  accelerator: str
+  strategy: str
+  num_replicas: int
+  per_replica_batch_size: int
+  global_batch_size: int
+  precision: str
+  steps_per_execution: int
+  jit_compile: bool
+  backup_every_steps: int
+  adjustments: Tuple[str, ...]
+  is_chief: bool
+  num_workers: int
+  devices: Tuple[str, ...]
+  reason: str
+
+  def to_dict(self) -> Dict[str, Any]:
+    """Returns the plan as JSON-serialisable primitives."""
+    values = dataclasses.asdict(self)
+    values['devices'] = list(self.devices)
+    values['adjustments'] = list(self.adjustments)
+    return values
+
+
+def default_precision(info: AcceleratorInfo) -> str:
+  """Returns the mixed precision policy that suits the accelerator."""
+  if info.kind == 'tpu':
+    return 'mixed_bfloat16'
+  # float16 tensor cores arrived with Volta (compute capability 7.0).
+  if (info.kind == 'gpu' and info.compute_capability is not None
+      and tuple(info.compute_capability) >= (7, 0)):
+    return 'mixed_float16'
+  return 'float32'
+
+
+def default_jit_compile(info: AcceleratorInfo) -> bool:
+  """Whether the train step is compiled with XLA by default.
+
+  Always on TPU (TPUs run only XLA programs); on by default on GPUs, as in
+  tf-models and Keras 3 (fused kernels, fewer launches); off on CPU, where
+  XLA gains little and some ops lack XLA CPU kernels.
+  """
+  return info.kind in ('tpu', 'gpu')
+
+
+def default_backup_every_steps(info: AcceleratorInfo) -> int:
+  """Step interval of BackupAndRestore saves (0: at epoch ends only)."""
+  return TPU_BACKUP_EVERY_STEPS if info.kind == 'tpu' else 0
+
+
+def _round_up(value: int, multiple: int) -> int:
+  return -(-value // multiple) * multiple
+
+
+def steps_per_execution_for(kind: str) -> int:
+  """Returns the Keras steps_per_execution that suits 'tpu', 'gpu' or 'cpu'."""
+  return {'tpu': TPU_STEPS_PER_EXECUTION,
+          'gpu': GPU_STEPS_PER_EXECUTION}.get(kind, CPU_STEPS_PER_EXECUTION)
+
+
+def default_steps_per_execution(info: AcceleratorInfo) -> int:
+  """Returns the Keras steps_per_execution that suits the accelerator."""
+  return steps_per_execution_for(info.kind)
+
+
+JIT_COMPILE_CHOICES = settings.JIT_COMPILE_CHOICES
+
+
+def plan_for(info: AcceleratorInfo, strategy: Any, per_replica_batch_size: int,
+             *, precision: str = '',
+             steps_per_execution: int = 0,
+             jit_compile: str = 'auto',
+             backup_every_steps: int = -1,
+             strategy_name: str = '') -> DistributionPlan:
+  """Derives batch sizes, precision, steps_per_execution, XLA and backups.
+
+  On TPU the tiling rule applies: a per-replica batch that is not a multiple
+  of `TPU_BATCH_MULTIPLE` is rounded up to one (XLA would pad every core's
+  batch to it anyway, wasting that share of each step), and the plan's
+  `adjustments` say so; XLA cannot be turned off there.
+
+  Args:
+    info: result of `detect`.
+    strategy: the strategy built for `info`.
+    per_replica_batch_size: examples per replica per step.
+    precision: a policy in `PRECISIONS`, or '' for `default_precision`.
+    steps_per_execution: >= 1, or 0 for `default_steps_per_execution`.
+    jit_compile: 'auto' (`default_jit_compile`), 'on' or 'off'.
+    backup_every_steps: >= 1, 0 for epoch ends only, or -1 for
+      `default_backup_every_steps`.
+    strategy_name: the strategy's public name, where `strategy` stands in for
+      another class (rehearsals); '' names `strategy`'s own class.
+
+  Returns:
+    The `DistributionPlan`.
+
+  Raises:
+    ValueError: a batch size below 1, an unknown precision or jit_compile
+      value, a negative steps_per_execution, 'off' XLA on TPU.
+  """
+  if per_replica_batch_size < 1:
+    raise ValueError(
+        f'per_replica_batch_size must be >= 1, got {per_replica_batch_size}')
+  if precision and precision not in PRECISIONS:
+    raise ValueError(f'precision must be one of {PRECISIONS} or empty, got '
+                     f'{precision!r}')
+  if steps_per_execution < 0:
+    raise ValueError(
+        f'steps_per_execution must be >= 0, got {steps_per_execution}')
+  if jit_compile not in JIT_COMPILE_CHOICES:
+    raise ValueError(f'jit_compile must be one of {JIT_COMPILE_CHOICES}, got '
+                     f'{jit_compile!r}')
+  if backup_every_steps < -1:
+    raise ValueError('backup_every_steps must be >= 0 (or -1 for the device '
+                     f'default), got {backup_every_steps}')
+  adjustments = []
+  if info.kind == 'tpu':
+    if jit_compile == 'off':
+      raise ValueError('jit_compile=off is impossible on TPU: TPUs run only '
+                       'XLA-compiled programs')
+    if per_replica_batch_size % TPU_BATCH_MULTIPLE:
+      rounded = _round_up(per_replica_batch_size, TPU_BATCH_MULTIPLE)
+      adjustments.append(
+          f'per-replica batch {per_replica_batch_size} rounded up to '
+          f'{rounded}: the TPU tiles each core\'s batch in multiples of '
+          f'{TPU_BATCH_MULTIPLE} (128 per core is ideal)')
+      logging.warning('autostrategy: %s', adjustments[-1])
+      per_replica_batch_size = rounded
+  num_replicas = int(strategy.num_replicas_in_sync)
+  class_name = type(strategy).__name__
+  return DistributionPlan(
+      accelerator=info.kind,
+      strategy=strategy_name or _PUBLIC_STRATEGY_NAMES.get(class_name,
+                                                           class_name),
+      num_replicas=num_replicas,
+      per_replica_batch_size=per_replica_batch_size,
+      global_batch_size=per_replica_batch_size * num_replicas,
+      precision=precision or default_precision(info),
+      steps_per_execution=steps_per_execution or default_steps_per_execution(
+          info),
+      jit_compile=(default_jit_compile(info) if jit_compile == 'auto'
+                   else jit_compile == 'on'),
+      backup_every_steps=(default_backup_every_steps(info)
+                          if backup_every_steps == -1
+                          else backup_every_steps),
+      adjustments=tuple(adjustments),
+      is_chief=info.is_chief,
+      num_workers=info.num_workers,
+      devices=tuple(info.devices),
+      reason=info.reason)
+
+
+def apply_precision(policy: str) -> None:
+  """Sets the global Keras mixed precision policy.
+
+  Args:
+    policy: one of `PRECISIONS`.
+
+  Raises:
+    ValueError: unknown policy.
+  """
+  if policy not in PRECISIONS:
+    raise ValueError(f'precision must be one of {PRECISIONS}, got {policy!r}')
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  tf.keras.mixed_precision.set_global_policy(policy)
+
+
+def format_plan(plan: DistributionPlan) -> str:
+  """Returns the plan as aligned lines for `autostrategy detect`."""
+  rows = [
+      ('accelerator', plan.accelerator),
+      ('strategy', plan.strategy),
+      ('replicas', plan.num_replicas),
+      ('workers', plan.num_workers),
+      ('per-replica batch', plan.per_replica_batch_size),
+      ('global batch', plan.global_batch_size),
+      ('precision', plan.precision),
+      ('steps per execution', plan.steps_per_execution),
+      ('XLA (jit_compile)', 'yes' if plan.jit_compile else 'no'),
+      ('backup', f'every {plan.backup_every_steps} steps'
+       if plan.backup_every_steps else 'each epoch'),
+      ('chief', 'yes' if plan.is_chief else 'no'),
+      ('devices', ', '.join(plan.devices) or '-'),
+      ('reason', plan.reason),
+  ]
+  rows += [('adjusted', text) for text in plan.adjustments]
+  width = max(len(name) for name, _ in rows) + 1
+  return '\n'.join(f'{name + ":":<{width}} {value}' for name, value in rows)
