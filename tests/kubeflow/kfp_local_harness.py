@@ -27,6 +27,9 @@ checkout's installed package and its environment the Dockerfile's (Keras 2
 via `tf_env.subprocess_env`). A step that exits non-zero or writes no
 executor output file raises `StepFailed`, naming the task, its exit code and
 its last stderr lines.
+
+About 350 lines, past the usual 300: one launcher (ordering, ExecutorInput,
+container steps, resolver queries, importer) reads best in one place.
 """
 
 import dataclasses
