@@ -11,6 +11,7 @@ PACKAGE_DIRS = {
     'tfx_autostrategy.components.transform': 'components/transform',
     'tfx_autostrategy.components.trainer': 'components/trainer',
     'tfx_autostrategy.components.gate': 'components/gate',
+    'tfx_autostrategy.components.inline_schema': 'components/inline_schema',
     'tfx_autostrategy.pipeline': 'pipeline',
     'tfx_autostrategy.kubeflow': 'kubeflow',
     'tfx_autostrategy.schemas': 'schemas',

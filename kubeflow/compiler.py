@@ -25,15 +25,16 @@ from typing import Any, Dict, Optional, Tuple
 
 from tfx_autostrategy.components import conventions
 from tfx_autostrategy.components import settings as settings_lib
+from tfx_autostrategy.kubeflow import scheduling
 from tfx_autostrategy.kubeflow import worker_pools
 from tfx_autostrategy.pipeline import atomic_io
 from tfx_autostrategy.pipeline import config as config_lib
+from tfx_autostrategy.pipeline import schema_render
 
 TARGETS = ('vertex', 'kubeflow')
 BEAM_RUNNERS = ('direct', 'dataflow')
 DEFAULT_PIPELINE_NAME = conventions.DEFAULT_PIPELINE_NAME
-# Where kubeflow/Dockerfile puts the curated schema inside the image.
-IMAGE_SCHEMA_PATH = '/pipeline/schemas/jigsaw/schema.pbtxt'
+ID_TYPES = schema_render.ID_TYPES
 VERTEX_EXECUTOR_CLASS = (
     'tfx_autostrategy.components.trainer.vertex_executor.Executor')
 
@@ -47,6 +48,23 @@ TRAINING_ARGS_KEY = 'ai_platform_training_args'
 
 def _is_remote(uri: str) -> bool:
   return '://' in uri
+
+
+def _check_columns(text: settings_lib.TextSettings) -> None:
+  """Column names a schema can hold; the local run checks them on the data."""
+  columns = [('--text-column', text.text_column),
+             ('--label-column', text.label_column),
+             ('--id-column', text.id_column),
+             ('--slice-column', text.slice_column)]
+  for flag, name in columns[:2]:
+    if not name:
+      raise ValueError(f'{flag} must name a column, got an empty name')
+  seen = {}
+  for flag, name in columns:
+    if name and name in seen:
+      raise ValueError(f'{seen[name]} and {flag} both name column {name!r}: '
+                       'each must be a different column')
+    seen.setdefault(name, flag)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,12 +84,22 @@ class CompileOptions:
     region: Google Cloud region (vertex target, Dataflow).
     beam_runner: one of BEAM_RUNNERS.
     pipeline_name: [a-z0-9-] name.
-    schema_path: curated schema, by default the copy inside the image.
+    schema_file: a local schema.pbtxt compiled into the pipeline as it is,
+      instead of the curated schema rendered with `text`'s column names and
+      `id_type` ('' = rendered).
     serving_model_dir: Pusher's destination ('' = under pipeline_root).
     presplit: data_root has train/ and eval/ subdirectories.
     service_account: service account of the Vertex AI training job ('' for
       Vertex AI's default).
-    text: Transform's text settings.
+    text: Transform's text settings and the data's column names.
+    id_type: 'string' or 'int': how CsvExampleGen will type the id column
+      (all-integer ids become INT); the local run reads it from the data,
+      a compile cannot.
+    spot: run the Vertex AI training job on Spot VMs (else standard VMs).
+    restart_on_worker_restart: Vertex AI restarts the whole job when a worker
+      restarts (what MultiWorkerMirroredStrategy needs to recover).
+    job_timeout_seconds: Vertex AI stops the training job after this many
+      seconds (0 = Vertex AI's default, 7 days).
     trainer: Trainer settings; `accelerator` is replaced by the kind of the
       worker pool.
     enable_cache: reuse outputs of unchanged components.
@@ -87,13 +115,17 @@ class CompileOptions:
   region: str = ''
   beam_runner: str = 'direct'
   pipeline_name: str = DEFAULT_PIPELINE_NAME
-  schema_path: str = IMAGE_SCHEMA_PATH
+  schema_file: str = ''
   serving_model_dir: str = ''
   presplit: bool = False
   service_account: str = ''
   text: settings_lib.TextSettings = settings_lib.TextSettings()
+  id_type: str = 'string'
   trainer: settings_lib.TrainerSettings = settings_lib.TrainerSettings()
   enable_cache: bool = True
+  spot: bool = False
+  restart_on_worker_restart: bool = False
+  job_timeout_seconds: int = 0
 
   def __post_init__(self):
     config_lib.validate_pipeline_name(self.pipeline_name)
@@ -112,6 +144,28 @@ class CompileOptions:
     if self.target == 'kubeflow':
       # Raises for TPUs that GKE has no node pools of.
       worker_pools.kubernetes_node_selection(pool)
+    _check_columns(self.text)
+    if self.id_type not in ID_TYPES:
+      raise ValueError(f'--id-type must be one of {", ".join(ID_TYPES)}, got '
+                       f'{self.id_type!r}')
+    if self.schema_file and (_is_remote(self.schema_file) or
+                             not os.path.isfile(self.schema_file)):
+      raise ValueError(
+          f'--schema {self.schema_file}: no such local file (its text is '
+          'compiled into the pipeline, so it is read here, on this machine)')
+    if self.job_timeout_seconds < 0:
+      raise ValueError('--job-timeout must be > 0 seconds, got '
+                       f'{self.job_timeout_seconds}')
+    if self.target != 'vertex':
+      vertex_only = [flag for flag, value in (
+          ('--spot', self.spot),
+          ('--restart-on-worker-restart', self.restart_on_worker_restart),
+          ('--job-timeout', self.job_timeout_seconds)) if value]
+      if vertex_only:
+        raise ValueError(
+            f'{", ".join(vertex_only)}: Vertex AI training job options, '
+            f'meaningless for --target {self.target} (a Kubeflow step is a '
+            'pod; use a node pool of Spot VMs and the cluster\'s own limits)')
     if not self.image:
       raise ValueError('--image is required: the container image that '
                        'carries this package (kubeflow/Dockerfile)')
@@ -121,6 +175,9 @@ class CompileOptions:
             ('--data', self.data_root)]
     if self.serving_model_dir:
       uris.append(('--serving-model-dir', self.serving_model_dir))
+    if self.text.sentencepiece_model:
+      # Transform reads it in its container (or on Dataflow).
+      uris.append(('--sentencepiece-model', self.text.sentencepiece_model))
     for flag, uri in uris:
       if not _is_remote(uri):
         raise ValueError(
@@ -145,6 +202,19 @@ class CompileOptions:
   @property
   def training_image(self) -> str:
     return self.trainer_image or self.image
+
+
+def schema_text(options: CompileOptions) -> str:
+  """The schema the compiled pipeline carries (see pipeline/schema_render).
+
+  Raises:
+    ValueError: `options.schema_file` is not a Schema.
+  """
+  if options.schema_file:
+    with open(options.schema_file) as f:
+      return schema_render.check_schema_text(f.read(), options.schema_file)
+  return schema_render.render_schema_text(options.text,
+                                          id_is_int=options.id_type == 'int')
 
 
 def _join(root: str, *parts: str) -> str:
@@ -173,8 +243,8 @@ def vertex_training_args(options: CompileOptions) -> Dict[str, Any]:
   """The CustomJob arguments (TRAINING_ARGS_KEY) of the Vertex AI Trainer.
 
   Returns:
-    `{'project', 'display_name', 'job_spec': {'worker_pool_specs', ...}}` as
-    TFX's Vertex training client reads it.
+    `{'project', 'display_name', 'job_spec': {'worker_pool_specs',
+    'scheduling', ...}}` as TFX's Vertex training client reads it.
   """
   job_spec: Dict[str, Any] = {
       'worker_pool_specs': worker_pools.vertex_worker_pool_specs(
@@ -182,6 +252,9 @@ def vertex_training_args(options: CompileOptions) -> Dict[str, Any]:
   }
   if options.service_account:
     job_spec['service_account'] = options.service_account
+  job_spec['scheduling'] = scheduling.vertex_scheduling(
+      options.spot, options.restart_on_worker_restart,
+      options.job_timeout_seconds)
   return {
       'project': options.project,
       'display_name': f'{options.pipeline_name}-trainer',
@@ -209,7 +282,7 @@ def build_config(options: CompileOptions) -> config_lib.PipelineConfig:
       data_root=options.data_root,
       serving_model_dir=(options.serving_model_dir
                          or _join(options.pipeline_root, 'serving_model')),
-      schema_path=options.schema_path,
+      schema_text=schema_text(options),
       presplit=options.presplit,
       text=options.text,
       trainer=dataclasses.replace(options.trainer,
@@ -306,8 +379,9 @@ def compile_pipeline(options: CompileOptions, output_path: str
   Raises:
     ValueError: a Kubeflow accelerator compile to a `.json` file.
   """
-  # Before TFX is imported (15 s): a wrong extension fails at once.
+  # Before TFX is imported (15 s): a wrong extension or schema fails at once.
   _check_output_format(options, output_path)
+  schema_text(options)
   from tfx.dsl.io import fileio  # pylint: disable=g-import-not-at-top
   from tfx.orchestration.kubeflow.v2 import kubeflow_v2_dag_runner  # pylint: disable=g-import-not-at-top
   from tfx.orchestration.kubeflow.v2 import pipeline_builder  # pylint: disable=g-import-not-at-top

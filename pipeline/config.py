@@ -39,7 +39,8 @@ class PipelineConfig:
     pipeline_root: where TFX writes artifacts (local dir or gs://).
     data_root: directory of CSV files (`train/` + `eval/` if `presplit`).
     serving_model_dir: Pusher's filesystem destination.
-    schema_path: the curated raw-data schema.pbtxt to import.
+    schema_text: the raw-data schema (text-format Schema), the curated one
+      with the run's column names (`schema_render.render_schema_text`).
     presplit: data_root has train/ and eval/ subdirectories.
     text: how Transform turns text into ids (shared with the Trainer).
     trainer: how the Trainer trains.
@@ -67,7 +68,7 @@ class PipelineConfig:
   pipeline_root: str
   data_root: str
   serving_model_dir: str
-  schema_path: str
+  schema_text: str
   presplit: bool = False
   text: settings_lib.TextSettings = settings_lib.TextSettings()
   trainer: settings_lib.TrainerSettings = settings_lib.TrainerSettings()

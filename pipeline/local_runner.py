@@ -19,15 +19,11 @@ from tfx_autostrategy.components import conventions
 from tfx_autostrategy.components import settings as settings_lib
 from tfx_autostrategy.pipeline import atomic_io
 from tfx_autostrategy.pipeline import config as config_lib
+from tfx_autostrategy.pipeline import schema_render
 # `pipeline` imports TFX and TFMA (10-30 s); it is imported where a run needs
 # it, so that the CLI rejects bad input in a second or two.
 
 DEFAULT_PIPELINE_NAME = conventions.DEFAULT_PIPELINE_NAME
-SCHEMA_FILE = os.path.join(
-    os.path.dirname(os.path.dirname(os.path.abspath(config_lib.__file__))),
-    'schemas', 'jigsaw', 'schema.pbtxt')
-# Curated schema column names, renamed when the user's columns differ.
-_SCHEMA_COLUMNS = ('text_column', 'label_column', 'id_column', 'slice_column')
 
 
 def sample_data_dir() -> str:
@@ -92,38 +88,15 @@ def check_output_dir(output_dir: str) -> str:
 
 def render_schema(text_settings: settings_lib.TextSettings, id_is_int: bool,
                   destination: str) -> str:
-  """Writes the curated schema with the user's column names.
-
-  The curated file names the default Jigsaw columns; a user who passes
-  `--text-column body` gets the same constraints on `body`. Only the id's
-  type follows the data (ids are not model features; Jigsaw ships both hex and
-  integer ids).
+  """Writes the schema the run uses (`schema_render`) to `destination`.
 
   Returns:
-    `destination`, for chaining.
+    The schema's text, which the pipeline carries (see `schema_render`).
   """
-  from google.protobuf import text_format  # pylint: disable=g-import-not-at-top
-  from tensorflow_metadata.proto.v0 import schema_pb2  # pylint: disable=g-import-not-at-top
-  schema = schema_pb2.Schema()
-  with open(SCHEMA_FILE) as f:
-    text_format.Parse(f.read(), schema)
-  defaults = settings_lib.TextSettings()
-  renames = {getattr(defaults, key): getattr(text_settings, key)
-             for key in _SCHEMA_COLUMNS}
-  kept = []
-  for feature in schema.feature:
-    new_name = renames.get(feature.name, feature.name)
-    if not new_name:
-      continue  # e.g. --id-column '': the data has no id column.
-    feature.name = new_name
-    if new_name == text_settings.id_column and id_is_int:
-      feature.type = schema_pb2.INT
-    kept.append(feature)
-  del schema.feature[:]
-  schema.feature.extend(kept)
+  text = schema_render.render_schema_text(text_settings, id_is_int)
   os.makedirs(os.path.dirname(destination), exist_ok=True)
-  atomic_io.write_text(destination, text_format.MessageToString(schema))
-  return destination
+  atomic_io.write_text(destination, text)
+  return text
 
 
 def build_config(data_root: str, output_dir: str,
@@ -136,7 +109,7 @@ def build_config(data_root: str, output_dir: str,
                  **overrides: Any) -> config_lib.PipelineConfig:
   """The PipelineConfig of a local run (writes the rendered schema)."""
   layout = Layout(os.path.abspath(output_dir))
-  schema_path = render_schema(text_settings, report.id_is_int,
+  schema_text = render_schema(text_settings, report.id_is_int,
                               layout.schema_path)
   if not beam_pipeline_args:
     beam_pipeline_args = ('--direct_running_mode=in_memory',
@@ -146,7 +119,7 @@ def build_config(data_root: str, output_dir: str,
       pipeline_root=layout.pipeline_root,
       data_root=os.path.abspath(data_root),
       serving_model_dir=layout.serving_model_dir,
-      schema_path=schema_path,
+      schema_text=schema_text,
       presplit=report.layout == 'presplit',
       text=text_settings,
       trainer=trainer_settings,

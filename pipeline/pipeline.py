@@ -16,6 +16,7 @@ from tfx.dsl.components.base import executor_spec
 from tfx_autostrategy.components import conventions
 from tfx_autostrategy.components import settings as settings_lib
 from tfx_autostrategy.components.gate.component import AnomaliesGate
+from tfx_autostrategy.components.inline_schema.component import InlineSchemaGen
 from tfx_autostrategy.components.trainer import trainer_module
 from tfx_autostrategy.components.trainer.component import AutoStrategyTrainer
 from tfx_autostrategy.pipeline import code_fingerprint
@@ -172,7 +173,10 @@ def create_components(config: config_lib.PipelineConfig) -> List:
       input_base=config.data_root,
       input_config=_input_config(config.presplit),
       output_config=_output_config(config.presplit))
-  schema_gen = tfx.components.ImportSchemaGen(schema_file=config.schema_path)
+  # The id stays ImportSchemaGen's: MLMD histories, logs and the tests know
+  # the step by it, and it does that component's job from text instead.
+  schema_gen = InlineSchemaGen(schema_text=config.schema_text).with_id(
+      SCHEMA_GEN)
   statistics_gen = tfx.components.StatisticsGen(
       examples=example_gen.outputs['examples'],
       schema=schema_gen.outputs['schema'])

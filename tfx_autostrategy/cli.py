@@ -17,6 +17,8 @@ import sys
 import time
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
+from tfx_autostrategy import data_options
+
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_BAD_INPUT = 2
@@ -53,7 +55,6 @@ def build_parser() -> argparse.ArgumentParser:
   """The command-line interface."""
   from tfx_autostrategy.components import conventions  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.components import settings  # pylint: disable=g-import-not-at-top
-  text_defaults = settings.TextSettings()
   trainer_defaults = settings.TrainerSettings()
   parser = argparse.ArgumentParser(
       prog='autostrategy',
@@ -67,21 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
                    'synthetic sample')
   run.add_argument('--output', default='outputs/run',
                    help='output directory (pipeline root, MLMD, model, logs)')
-  run.add_argument('--text-column', default=text_defaults.text_column)
-  run.add_argument('--label-column', default=text_defaults.label_column)
-  run.add_argument('--id-column', default=text_defaults.id_column,
-                   help="'' if the data has no id column")
-  run.add_argument('--slice-column', default=text_defaults.slice_column,
-                   help="column to slice metrics by ('' for none)")
-  run.add_argument('--sequence-length', type=int,
-                   default=text_defaults.sequence_length)
-  run.add_argument('--char-ngram-length', type=int,
-                   default=text_defaults.char_ngram_length,
-                   help='character n-gram ids per example after padding')
-  run.add_argument('--vocab-size', type=int, default=text_defaults.vocab_size)
-  run.add_argument('--sentencepiece-model', default='',
-                   help='SentencePiece model file: tokenise with it instead '
-                   'of the word vocabulary')
+  data_options.add_arguments(run)
   run.add_argument('--epochs', type=int, default=trainer_defaults.epochs)
   run.add_argument('--model', choices=settings.MODELS,
                    default=trainer_defaults.model)
@@ -171,8 +158,15 @@ def _add_compile_parser(commands) -> None:
   compile_.add_argument('--pipeline-name',
                         default=compiler.DEFAULT_PIPELINE_NAME,
                         help='[a-z0-9-], at most 128 characters')
+  data_options.add_arguments(compile_)
+  compile_.add_argument('--id-type', choices=compiler.ID_TYPES,
+                        default=compiler.ID_TYPES[0],
+                        help="the id column's values: int if every id is an "
+                        'integer (the local run reads this from the data)')
   compile_.add_argument('--schema', default='',
-                        help="schema.pbtxt URI (default: the image's copy)")
+                        help='a local schema.pbtxt compiled into the pipeline '
+                        'as it is (default: the curated schema with the '
+                        'column options above)')
   compile_.add_argument('--serving-model-dir', default='',
                         help="Pusher's destination (default: under the root)")
   compile_.add_argument('--presplit', action='store_true',
@@ -186,6 +180,16 @@ def _add_compile_parser(commands) -> None:
                         default=trainer_defaults.per_replica_batch_size)
   compile_.add_argument('--no-cache', action='store_true',
                         help='re-run every component')
+  compile_.add_argument('--spot', action='store_true',
+                        help='--target vertex: train on Spot VMs (cheaper, '
+                        'preemptible; else standard VMs)')
+  compile_.add_argument('--restart-on-worker-restart', action='store_true',
+                        help='--target vertex: restart the whole training '
+                        'job when a worker restarts')
+  compile_.add_argument('--job-timeout', default='',
+                        help='--target vertex: stop the training job after '
+                        "this long: seconds or e.g. 90m, 24h, 7d (default: "
+                        "Vertex AI's, 7 days)")
 
 
 @contextlib.contextmanager
@@ -441,14 +445,7 @@ def _run_locked(args: argparse.Namespace, lock: contextlib.ExitStack) -> int:
   out = sys.stdout
   data_root = args.data or local_runner.sample_data_dir()
   try:
-    text_settings = settings.TextSettings(
-        text_column=args.text_column, label_column=args.label_column,
-        id_column=args.id_column, slice_column=args.slice_column,
-        sequence_length=args.sequence_length, vocab_size=args.vocab_size,
-        char_ngram_length=args.char_ngram_length,
-        tokenizer='sentencepiece' if args.sentencepiece_model else 'words',
-        sentencepiece_model=os.path.abspath(args.sentencepiece_model)
-        if args.sentencepiece_model else '')
+    text_settings = data_options.text_settings(args)
     trainer_settings = settings.TrainerSettings(
         model=args.model, epochs=args.epochs,
         per_replica_batch_size=args.per_replica_batch_size,
@@ -670,6 +667,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
   """`autostrategy compile`."""
   from tfx_autostrategy.components import settings  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.kubeflow import compiler  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.kubeflow import scheduling  # pylint: disable=g-import-not-at-top
   try:
     options = compiler.CompileOptions(
         target=args.target, image=args.image,
@@ -678,13 +676,17 @@ def cmd_compile(args: argparse.Namespace) -> int:
         workers=args.workers,
         project=args.project, region=args.region,
         beam_runner=args.beam_runner, pipeline_name=args.pipeline_name,
-        schema_path=args.schema or compiler.IMAGE_SCHEMA_PATH,
+        schema_file=args.schema, text=data_options.text_settings(args),
+        id_type=args.id_type,
         serving_model_dir=args.serving_model_dir, presplit=args.presplit,
         service_account=args.service_account,
         trainer=settings.TrainerSettings(
             model=args.model, epochs=args.epochs,
             per_replica_batch_size=args.per_replica_batch_size),
-        enable_cache=not args.no_cache)
+        enable_cache=not args.no_cache, spot=args.spot,
+        restart_on_worker_restart=args.restart_on_worker_restart,
+        job_timeout_seconds=(scheduling.parse_duration(args.job_timeout)
+                             if args.job_timeout else 0))
     compiler.compile_pipeline(options, args.output)
   except ValueError as error:
     print(f'error: {error}', file=sys.stderr)

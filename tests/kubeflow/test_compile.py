@@ -212,11 +212,15 @@ def test_vertex_trainer_runs_our_executor_on_the_worker_pool(
       'ai_platform_training_args': {
           'project': PROJECT,
           'display_name': 'autostrategy-trainer',
-          'job_spec': {'worker_pool_specs': [{
-              'machine_spec': machine_spec,
-              'replica_count': 1,
-              'container_spec': {'image_uri': IMAGE},
-          }]},
+          'job_spec': {
+              'worker_pool_specs': [{
+                  'machine_spec': machine_spec,
+                  'replica_count': 1,
+                  'container_spec': {'image_uri': IMAGE},
+              }],
+              'scheduling': {'strategy': 'STANDARD',
+                             'restart_job_on_worker_restart': False},
+          },
       },
   }
   # The Trainer insists on the accelerator the pool provides.

@@ -35,7 +35,6 @@ from tfx_autostrategy.components.trainer import vertex_executor
 from tfx_autostrategy.pipeline import pipeline as pipeline_lib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(os.path.dirname(HERE))
 BUCKET = 'gs://autostrategy-test/'
 IMAGE = 'us-docker.pkg.dev/proj/repo/autostrategy:test'
 # Small and quick: two epochs of a few hundred rows learn the synthetic
@@ -75,6 +74,17 @@ class Case:
 KUBEFLOW = Case('kubeflow')
 VERTEX_TWO_WORKERS = Case('vertex', VERTEX_FLAGS + (
     '--accelerator', 'cpu', '--workers', '2'), seed=23)
+# The same, on data whose columns all have other names (and scheduling
+# options, which the stand-in's request parsing must accept).
+VERTEX_RENAMED = dataclasses.replace(
+    VERTEX_TWO_WORKERS,
+    flags=VERTEX_TWO_WORKERS.flags + (
+        '--text-column', 'body', '--label-column', 'is_bad',
+        '--id-column', 'row_id', '--slice-column', 'language',
+        '--spot', '--restart-on-worker-restart', '--job-timeout', '2h'),
+    rename=(('comment_text', 'body'), ('toxic', 'is_bad'), ('id', 'row_id'),
+            ('lang', 'language')),
+    text_column='body')
 
 
 def write_data(case: Case, directory: str) -> None:
@@ -118,10 +128,8 @@ def prepare(case: Case, directory) -> Prepared:
 
 
 def harness_run(prepared: Prepared, env=None) -> harness.LocalPipelineRun:
-  return harness.LocalPipelineRun(
-      prepared.pipeline_file, prepared.root,
-      # The image holds the repository's schemas/ under /pipeline (Dockerfile).
-      {BUCKET: prepared.bucket + '/', '/pipeline/': REPO + '/'}, env=env)
+  return harness.LocalPipelineRun(prepared.pipeline_file, prepared.root,
+                                  {BUCKET: prepared.bucket + '/'}, env=env)
 
 
 def vertex_hook_env(jobs_dir: str):
@@ -180,8 +188,9 @@ def test_kubeflow_pipeline_runs_to_a_pushed_model_that_serves(
 
 @pytest.mark.e2e
 @pytest.mark.slow
-@pytest.mark.parametrize('case', [pytest.param(VERTEX_TWO_WORKERS,
-                                               id='cpu-x2')])
+@pytest.mark.parametrize('case', [
+    pytest.param(VERTEX_RENAMED, id='cpu-x2-renamed-columns'),
+])
 def test_vertex_pipeline_trains_on_two_worker_processes_and_serves(
     case, tmp_path):
   prepared = prepare(case, tmp_path)

@@ -7,7 +7,6 @@ from drifting away from the lock file and the compiled pipeline.
 import os
 import re
 
-from tfx_autostrategy.kubeflow import compiler
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
@@ -78,11 +77,3 @@ def test_installs_the_lock_file_then_this_package():
 
 def test_sets_legacy_keras_for_every_process():
   assert re.search(r'^ENV TF_USE_LEGACY_KERAS=1 ', DOCKERFILE, re.MULTILINE)
-
-
-def test_schema_lands_where_the_compiler_looks():
-  workdir = re.search(r'^WORKDIR (\S+)$', DOCKERFILE, re.MULTILINE).group(1)
-  assert compiler.IMAGE_SCHEMA_PATH == os.path.join(
-      workdir, 'schemas', 'jigsaw', 'schema.pbtxt')
-  assert os.path.exists(os.path.join(REPO_ROOT, 'schemas', 'jigsaw',
-                                     'schema.pbtxt'))

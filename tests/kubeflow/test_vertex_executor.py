@@ -26,6 +26,7 @@ from tfx_autostrategy.components import settings as settings_lib
 from tfx_autostrategy.components.trainer import executor as trainer_executor
 from tfx_autostrategy.components.trainer import vertex_executor
 from tfx_autostrategy.kubeflow import compiler
+from tfx_autostrategy.kubeflow import scheduling
 from tfx_autostrategy.pipeline import pipeline as pipeline_lib
 
 IMAGE = 'us-docker.pkg.dev/proj/repo/autostrategy:test'
@@ -35,6 +36,8 @@ SUCCEEDED = job_state.JobState.JOB_STATE_SUCCEEDED
 FAILED = job_state.JobState.JOB_STATE_FAILED
 RUNNING = job_state.JobState.JOB_STATE_RUNNING
 PENDING = job_state.JobState.JOB_STATE_PENDING
+SPOT = custom_job_pb.Scheduling.Strategy.SPOT
+STANDARD = custom_job_pb.Scheduling.Strategy.STANDARD
 
 
 class FakeJobService:
@@ -78,15 +81,20 @@ def container_exec_properties(job_json):
       values, {}, inputs_spec)
 
 
+def compiled_exec_properties(directory, **overrides):
+  opts = compiler.CompileOptions(**{
+      **dict(target='vertex', image=IMAGE, pipeline_root='gs://bucket/root',
+             data_root='gs://bucket/data', accelerator='tpu-v3-8',
+             project=PROJECT, region=REGION,
+             service_account='trainer@proj.iam.gserviceaccount.com'),
+      **overrides})
+  return container_exec_properties(
+      compiler.compile_pipeline(opts, str(directory / 'pipeline.json')))
+
+
 @pytest.fixture(scope='module')
 def exec_properties(tmp_path_factory):
-  opts = compiler.CompileOptions(
-      target='vertex', image=IMAGE, pipeline_root='gs://bucket/root',
-      data_root='gs://bucket/data', accelerator='tpu-v3-8', project=PROJECT,
-      region=REGION, service_account='trainer@proj.iam.gserviceaccount.com')
-  path = tmp_path_factory.mktemp('vertex') / 'pipeline.json'
-  return container_exec_properties(
-      compiler.compile_pipeline(opts, str(path)))
+  return compiled_exec_properties(tmp_path_factory.mktemp('vertex'))
 
 
 def artifact(artifact_type, uri):
@@ -149,6 +157,8 @@ def test_submits_the_exact_custom_job(exec_properties, artifacts):
               'container_spec': {'image_uri': IMAGE, 'command': command},
           }],
           'service_account': 'trainer@proj.iam.gserviceaccount.com',
+          'scheduling': {'strategy': 'STANDARD',
+                         'restart_job_on_worker_restart': False},
       },
       'labels': expected_labels(),
       'encryption_spec': {},
@@ -156,6 +166,9 @@ def test_submits_the_exact_custom_job(exec_properties, artifacts):
   # Vertex AI's own message type accepts it (field and enum names).
   job = custom_job_pb.CustomJob(request)
   assert job.job_spec.worker_pool_specs[0].machine_spec.accelerator_count == 8
+  assert job.job_spec.scheduling.strategy == STANDARD
+  assert not job.job_spec.scheduling.restart_job_on_worker_restart
+  assert 'timeout' not in job.job_spec.scheduling  # Vertex AI's 7 days.
   assert service.polled == [f'{parent}/customJobs/123']
 
 
@@ -318,3 +331,20 @@ def test_the_test_hook_names_the_job_service(exec_properties, artifacts,
   monkeypatch.setenv(vertex_executor.JOB_SERVICE_ENV, 'no_colon')
   with pytest.raises(ValueError, match="'no_colon': expected module:factory"):
     vertex_executor.Executor().Do(*artifacts, exec_properties)
+
+
+def test_scheduling_options_reach_the_submitted_job(tmp_path, artifacts):
+  # compile --spot --restart-on-worker-restart --job-timeout 90m
+  properties = compiled_exec_properties(
+      tmp_path, spot=True, restart_on_worker_restart=True,
+      job_timeout_seconds=scheduling.parse_duration('90m'))
+  service = FakeJobService()
+  vertex_executor.Executor(job_service=service).Do(*artifacts, properties)
+  [(_, request)] = service.created
+  assert request['job_spec']['scheduling'] == {
+      'strategy': 'SPOT', 'restart_job_on_worker_restart': True,
+      'timeout': '5400s'}
+  submitted = custom_job_pb.CustomJob(request).job_spec.scheduling
+  assert submitted.strategy == SPOT
+  assert submitted.restart_job_on_worker_restart
+  assert submitted.timeout.total_seconds() == 5400

@@ -11,7 +11,8 @@ One chain, each fault followed by a rerun of the same command that resumes:
 
 Every failed run: exit code, the last line of stderr, summary.json's status
 and component, MLMD's state of the stopped component, nothing pushed. Every
-rerun: the components the previous run completed are CACHED.
+rerun: the components the previous run completed are CACHED. Each case's
+console is printed (`pytest -rP` shows it for a passing run).
 """
 
 import json
@@ -95,6 +96,7 @@ def console(code, stdout, stderr):
 def check_interrupted(result, component, name, code, output):
   got, stdout, stderr, summary = result
   shown = console(*result[:3])
+  print(f'=== {name} during {component}\n{shown}')
   assert got == code, shown
   assert stderr.strip().splitlines()[-1] == (
       f'interrupted: {component} was stopped by {name}; {RESUMES}'), shown
@@ -123,6 +125,7 @@ def test_faults_end_cleanly_and_each_rerun_resumes(data, tmp_path):
   # checkpoint's variables file is the first file that large).
   code, stdout, stderr, summary = second = run(data, output, fsize_mb=20)
   shown = console(*second[:3])
+  print(f'=== 20 MB file-size limit\n{shown}')
   assert code == 1, shown
   assert re.fullmatch(
       r'error: file size limit exceeded while AutoStrategyTrainer wrote '
@@ -152,6 +155,7 @@ def test_faults_end_cleanly_and_each_rerun_resumes(data, tmp_path):
   # 5. The same command without a fault: everything before the Evaluator
   # comes from the cache, and a model is pushed.
   code, stdout, stderr, summary = fifth = run(data, output)
+  print(f'=== rerun without a fault\n{console(*fifth[:3])}')
   assert code == 0, console(*fifth[:3])
   assert summary['status'] == 'pushed'
   assert all(states(summary)[c] == 'CACHED'

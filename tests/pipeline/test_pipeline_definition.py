@@ -14,7 +14,7 @@ def _config(**overrides):
   return config_lib.PipelineConfig(
       pipeline_name='unit-test', pipeline_root='/tmp/root',
       data_root='/tmp/data', serving_model_dir='/tmp/serving',
-      schema_path='/tmp/schema.pbtxt', **overrides)
+      schema_text='', **overrides)
 
 
 def test_auc_threshold_gates_the_overall_slice_only():
