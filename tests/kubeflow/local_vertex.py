@@ -16,7 +16,8 @@ The Vertex Trainer step constructs its executor in its own process, so the
 stand-in reaches it through vertex_executor's test hook:
 AUTOSTRATEGY_VERTEX_JOB_SERVICE=local_vertex:job_service (with this
 directory on PYTHONPATH) and LOCAL_VERTEX_JOBS_DIR naming where each job's
-replica logs go (`<dir>/job-N/workerpoolP-R.stdout|.stderr`).
+replica logs go (`<dir>/job-N/workerpoolP-R.stdout|.stderr`, next to the
+parsed request, `custom_job.json`).
 """
 
 import os
@@ -65,6 +66,10 @@ class LocalJobService:
     name = f'{parent}/customJobs/{number}'
     job_dir = os.path.join(self.jobs_dir, f'job-{number}')
     os.makedirs(job_dir)
+    # What Vertex AI would have received, for the tests to read.
+    with open(os.path.join(job_dir, 'custom_job.json'), 'w') as f:
+      f.write(custom_job_pb.CustomJob.to_json(request.custom_job,
+                                             use_integers_for_enums=False))
     processes = []
     for (replica, container), cluster_env in zip(
         replicas, rehearse.cluster_environments(len(replicas))):

@@ -57,6 +57,8 @@ class Case:
     rename: CSV header renames, (old, new) pairs; pass the matching
       `--text-column`... in `flags` and `text_column`.
     text_column: the raw text feature the served model takes.
+    scheduling: the `jobSpec.scheduling` the Vertex AI job must carry, as
+      (key, value) pairs of the API's JSON (() = not checked).
   """
   target: str
   flags: Tuple[str, ...] = ()
@@ -64,6 +66,7 @@ class Case:
   seed: int = 17
   rename: Tuple[Tuple[str, str], ...] = ()
   text_column: str = 'comment_text'
+  scheduling: Tuple[Tuple[str, object], ...] = ()
 
   @property
   def output_name(self) -> str:
@@ -84,7 +87,9 @@ VERTEX_RENAMED = dataclasses.replace(
         '--spot', '--restart-on-worker-restart', '--job-timeout', '2h'),
     rename=(('comment_text', 'body'), ('toxic', 'is_bad'), ('id', 'row_id'),
             ('lang', 'language')),
-    text_column='body')
+    text_column='body',
+    scheduling=(('strategy', 'SPOT'), ('restartJobOnWorkerRestart', True),
+                ('timeout', '7200s')))
 
 
 def write_data(case: Case, directory: str) -> None:
@@ -200,6 +205,12 @@ def test_vertex_pipeline_trains_on_two_worker_processes_and_serves(
 
   # One custom job, a chief and a worker that trained together.
   [job] = os.listdir(jobs)
+  with open(os.path.join(jobs, job, 'custom_job.json')) as f:
+    submitted = json.load(f)['jobSpec']
+  assert [pool['replicaCount'] for pool in submitted['workerPoolSpecs']
+         ] == [1, 1]
+  expected = dict(case.scheduling)
+  assert {k: submitted['scheduling'][k] for k in expected} == expected
   plans = {}
   for replica in ('workerpool0-0', 'workerpool1-0'):
     with open(os.path.join(jobs, job, f'{replica}.stderr')) as f:
@@ -267,7 +278,7 @@ def test_a_failing_worker_fails_the_step_with_the_jobs_error(tmp_path):
             inputs, outputs, properties)
   # Both pools ran (chief and worker).
   assert sorted(os.listdir(tmp_path / 'jobs' / 'job-1')) == [
-      'workerpool0-0.stderr', 'workerpool0-0.stdout',
+      'custom_job.json', 'workerpool0-0.stderr', 'workerpool0-0.stdout',
       'workerpool1-0.stderr', 'workerpool1-0.stdout']
   job_name = 'projects/proj/locations/europe-west4/customJobs/1'
   assert service.get_custom_job(job_name).state == (
