@@ -208,7 +208,7 @@ def test_vertex_pipeline_trains_on_two_worker_processes_and_serves(
   with open(os.path.join(jobs, job, 'custom_job.json')) as f:
     submitted = json.load(f)['jobSpec']
   assert [pool['replicaCount'] for pool in submitted['workerPoolSpecs']
-         ] == [1, 1]
+         ] == ['1', '1']  # int64: a JSON string
   expected = dict(case.scheduling)
   assert {k: submitted['scheduling'][k] for k in expected} == expected
   plans = {}
