@@ -16,6 +16,8 @@ export PYTHONWARNINGS ?= ignore::FutureWarning
 
 DEMO_OUTPUT ?= outputs/demo
 PYTEST_ARGS ?=
+# e.g. make bench BENCH_ARGS="--only preflight --quick"; the suite is bench/suite.py (not installed).
+BENCH_ARGS ?=
 
 .PHONY: venv demo test test-fast bench sample lock clean
 
@@ -39,7 +41,7 @@ test-fast: $(STAMP)
 	$(PY) -m pytest -m "not e2e and not slow" $(PYTEST_ARGS)
 
 bench: $(STAMP)
-	$(VENV)/bin/autostrategy bench
+	$(PY) -m bench.suite $(BENCH_ARGS)
 
 sample: $(STAMP)
 	$(PY) -m tfx_autostrategy.sample_data --rows 3000 --output tfx_autostrategy/sample

@@ -76,7 +76,7 @@ def eval_config(config: config_lib.PipelineConfig) -> tfma.EvalConfig:
   one label has no AUC, yet TFMA reports 0 there (and a model would pass
   `--auc-threshold 0`). So the overall mean label must lie strictly between
   0 and 1 for a blessing, and the local runner reports such AUCs as
-  undefined (`local_runner.one_class_reason`).
+  undefined (`run_result.one_class_reason`).
 
   The confusion-matrix and calibration plots feed the run report
   (`pipeline/report.py`).

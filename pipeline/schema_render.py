@@ -8,13 +8,14 @@ the Schema artifact, so a remote run needs no schema file in the image or the
 bucket and the text itself keys the component's cache.
 """
 
-import os
+import importlib.resources
 
 from tfx_autostrategy.components import settings as settings_lib
 
-SCHEMA_FILE = os.path.join(
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-    'schemas', 'jigsaw', 'schema.pbtxt')
+# Package data (setup.py maps schemas/ onto tfx_autostrategy.schemas); pip
+# installs unzipped, so it is a file on disk that open() can read.
+SCHEMA_FILE = str(importlib.resources.files('tfx_autostrategy.schemas') /
+                  'jigsaw' / 'schema.pbtxt')
 # Curated schema column names, renamed when the user's columns differ.
 _SCHEMA_COLUMNS = ('text_column', 'label_column', 'id_column', 'slice_column')
 # Values of `autostrategy compile --id-type` (the local run sniffs the data).

@@ -3,21 +3,33 @@
 import json
 import math
 import os
+import subprocess
+import sys
 
 import pytest
 
+from bench import report as report_lib
 from conftest import run_cli
-from tfx_autostrategy.benchmarks import suite
+
+# The checkout: the suite runs from it (`make bench`), not from the package.
+CHECKOUT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run_suite(*args, timeout):
+  """`python -m bench.suite ARGS` from the checkout, as `make bench` runs it."""
+  return subprocess.run(
+      [sys.executable, '-m', 'bench.suite', *args], cwd=CHECKOUT,
+      capture_output=True, text=True, timeout=timeout, check=False)
 
 
 def test_linear_fit_and_crossover():
-  fixed, per_row = suite.linear_fit([(10, 12.0), (20, 22.0), (30, 32.0)])
+  fixed, per_row = report_lib.linear_fit([(10, 12.0), (20, 22.0), (30, 32.0)])
   assert fixed == pytest.approx(2.0)
   assert per_row == pytest.approx(1.0)
   # b: 10 s more start-up, half the per-row cost -> catches up at 20 rows.
-  assert suite.crossover(2.0, 1.0, 12.0, 0.5) == pytest.approx(20.0)
-  assert suite.crossover(2.0, 1.0, 12.0, 1.5) is None
-  assert suite.growth_exponent(10, 5.0, 100, 50.0) == pytest.approx(1.0)
+  assert report_lib.crossover(2.0, 1.0, 12.0, 0.5) == pytest.approx(20.0)
+  assert report_lib.crossover(2.0, 1.0, 12.0, 1.5) is None
+  assert report_lib.growth_exponent(10, 5.0, 100, 50.0) == pytest.approx(1.0)
 
 
 def test_table_marks_targets():
@@ -29,7 +41,7 @@ def test_table_marks_targets():
       {'benchmark': 'transform', 'name': 'c', 'value': -1.0,
        'unit': 'rows', 'target': '', 'passed': None},
   ]
-  table = suite.render_table(figures).splitlines()
+  table = report_lib.render_table(figures).splitlines()
   assert table[0].startswith('| benchmark |')
   assert '| 0.97 | ratio | >= 0.95 | pass |' in table[2]
   assert '**FAIL**' in table[3]
@@ -37,17 +49,32 @@ def test_table_marks_targets():
 
 
 def test_unknown_benchmark_is_a_usage_error(tmp_path):
-  proc = run_cli('bench', '--only', 'nonsense', '--output', str(tmp_path),
-                 timeout=120)
+  proc = run_suite('--only', 'nonsense', '--output', str(tmp_path),
+                   timeout=120)
   assert proc.returncode == 2
   assert proc.stderr.strip().splitlines()[-1] == (
       "error: unknown benchmarks ['nonsense']; choose from "
       'preflight,trainer,input,replicas,transform,e2e')
 
 
+def test_installed_cli_points_to_make_bench_without_importing_it(tmp_path):
+  proc = run_cli('bench', '--only', 'preflight', timeout=120)
+  assert proc.returncode == 2
+  assert proc.stderr.strip().splitlines()[-1] == (
+      'error: the benchmarks are not part of the installed package; run '
+      '`make bench` (or `python -m bench.suite --help`) in a checkout')
+  # Building the parser imports no benchmark code (nor TFX).
+  probe = subprocess.run(
+      [sys.executable, '-c', 'import sys; from tfx_autostrategy import cli; '
+       'cli.build_parser(); print(sorted(m for m in sys.modules if '
+       'm.split(".")[0] in ("bench", "tfx")))'],
+      cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
+  assert probe.stdout.strip() == '[]', probe.stderr[-2000:]
+
+
 def test_preflight_benchmark_reports_rows_per_second(tmp_path):
-  proc = run_cli('bench', '--only', 'preflight', '--quick', '--output',
-                 str(tmp_path), timeout=300)
+  proc = run_suite('--only', 'preflight', '--quick', '--output',
+                   str(tmp_path), timeout=300)
   assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
   report = json.load(open(tmp_path / 'report.json'))
   assert report['errors'] == []
@@ -72,11 +99,11 @@ def test_smallest_suite_writes_a_report(pipeline_run, tmp_path):
   """
   _, _, output = pipeline_run
   out = tmp_path / 'bench'
-  proc = run_cli('bench', '--output', str(out), '--only',
-                 'trainer,input,replicas', '--pipeline-root',
-                 os.path.join(output, 'pipeline_root'), '--models', 'bow',
-                 '--replicas', '1,2', '--steps', '3', '--rounds', '1',
-                 '--warmup', '1', timeout=600)
+  proc = run_suite('--output', str(out), '--only',
+                   'trainer,input,replicas', '--pipeline-root',
+                   os.path.join(output, 'pipeline_root'), '--models', 'bow',
+                   '--replicas', '1,2', '--steps', '3', '--rounds', '1',
+                   '--warmup', '1', timeout=600)
   assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
   report = json.loads((out / 'report.json').read_text())
   assert report['errors'] == []
@@ -95,7 +122,7 @@ def test_smallest_suite_writes_a_report(pipeline_run, tmp_path):
   assert trainer['details']['train_cached'] is True
   for figure in report['figures']:
     assert set(figure) >= {'benchmark', 'name', 'value', 'unit', 'command'}
-    assert 'python -m tfx_autostrategy.benchmarks.' in figure['command']
+    assert 'python -m bench.' in figure['command']
     if figure['unit'] in ('ratio', 'examples/s'):
       assert math.isfinite(figure['value']) and figure['value'] > 0, figure
   assert '| benchmark | figure |' in (out / 'report.md').read_text()

@@ -156,7 +156,8 @@ def prepare_upstream(data: str, output_dir: str, out) -> Dict[str, Any]:
   if upstream:
     print(f'transform output: reused from {layout.pipeline_root}', file=out)
     return upstream
-  from tfx_autostrategy import cli  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy import console  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy import failures  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.components import csv_check  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.components import settings  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.pipeline import pipeline as pipeline_lib  # pylint: disable=g-import-not-at-top
@@ -175,11 +176,11 @@ def prepare_upstream(data: str, output_dir: str, out) -> Dict[str, Any]:
         f'(log: {layout.log_path})', file=out)
   started = time.monotonic()
   try:
-    with cli._logs_to_file(layout.log_path):  # pylint: disable=protected-access
+    with console.logs_to_file(layout.log_path):
       local_runner.run_pipeline(config, until=pipeline_lib.TRANSFORM)
   except Exception as error:  # pylint: disable=broad-except
     raise RehearsalError(
-        f'the pipeline up to Transform failed: {cli._error_text(error)}'  # pylint: disable=protected-access
+        f'the pipeline up to Transform failed: {failures.error_text(error)}'
     ) from error
   print(f'transform output: ready in {time.monotonic() - started:.0f} s',
         file=out)

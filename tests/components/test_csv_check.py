@@ -73,7 +73,7 @@ def test_generated_data_passes_with_exact_counts(tmp_path):
 
 
 def test_100k_presplit_rows_are_all_counted(tmp_path):
-  # Its speed is a benchmark figure (`autostrategy bench --only preflight`).
+  # Its speed is a benchmark figure (`python -m bench.suite --only preflight`).
   rows = list(sample_data.generate(100_000))
   sample_data.write_dataset(str(tmp_path), rows, split=True)
   report = csv_check.check_csv_dir(str(tmp_path))

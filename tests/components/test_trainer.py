@@ -328,7 +328,7 @@ def test_cache_plan_fills_train_first_then_eval():
 
 def _transformed(upstream):
   import tensorflow_transform as tft  # pylint: disable=g-import-not-at-top
-  from tfx_autostrategy.benchmarks import training_worker  # pylint: disable=g-import-not-at-top
+  from bench import training_worker  # pylint: disable=g-import-not-at-top
   fn_args = training_worker.fn_args_for(upstream['examples'],
                                         upstream['transform_graph'])
   return fn_args, tft.TFTransformOutput(fn_args.transform_output)

@@ -3,8 +3,8 @@
 Each case runs the real `autostrategy run` in a subprocess and checks its exit
 status, the last line of stderr (the cause, not Beam's log) and that no model
 was pushed. Exit codes: 0 pushed, 1 a component failed, 2 rejected before
-running, 3 not blessed (see tfx_autostrategy/cli.py and the README's failure-mode
-table).
+running, 3 not blessed (see tfx_autostrategy/failures.py and the README's
+failure-mode table).
 
 Preflight rejections (exit 2) take about a second each: TFX is not imported
 before the data is checked. The pipeline cases share runs to stay cheap:
@@ -38,7 +38,7 @@ import pytest
 
 from conftest import run_cli
 
-from tfx_autostrategy import cli
+from tfx_autostrategy import failures
 from tfx_autostrategy import sample_data
 from tfx_autostrategy.components import csv_check
 
@@ -201,7 +201,7 @@ def test_error_text_shows_the_innermost_cause_first_and_last_lines():
     except ValueError as inner:
       raise RuntimeError('Beam wrapper: pipeline step failed') from inner
   except RuntimeError as outer:
-    text = cli._error_text(outer)  # pylint: disable=protected-access
+    text = failures.error_text(outer)
   assert text.splitlines() == (
       ['ValueError: what failed', '  ... (9 more lines in the log)'] +
       [f'line {i}' for i in range(11, 21)])

@@ -22,6 +22,7 @@ from tfx_autostrategy.components import settings as settings_lib
 from tfx_autostrategy.pipeline import config as config_lib
 from tfx_autostrategy.pipeline import local_runner
 from tfx_autostrategy.pipeline import pipeline as pipeline_lib
+from tfx_autostrategy.pipeline import run_result
 
 pytestmark = pytest.mark.e2e
 
@@ -29,7 +30,7 @@ pytestmark = pytest.mark.e2e
 
 def executions_by_component(config):
   return {c.component: c.state
-          for c in local_runner.read_result(config).components}
+          for c in run_result.read_result(config).components}
 
 
 def config_for(data, output_dir, **overrides):

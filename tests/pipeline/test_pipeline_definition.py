@@ -6,7 +6,7 @@ import pytest
 import tensorflow_model_analysis as tfma
 
 from tfx_autostrategy.pipeline import config as config_lib
-from tfx_autostrategy.pipeline import local_runner
+from tfx_autostrategy.pipeline import run_result
 from tfx_autostrategy.pipeline import pipeline as pipeline_lib
 
 
@@ -60,7 +60,7 @@ def test_blessing_needs_both_labels_in_the_overall_eval_split():
     (None, 61.0, None),  # An evaluation without the mean label: unknown.
 ])
 def test_one_class_reason(mean_label, rows, reason):
-  assert local_runner.one_class_reason(
+  assert run_result.one_class_reason(
       {'mean_label': mean_label, 'example_count': rows},
       'the eval split') == reason
 

@@ -71,12 +71,11 @@ def test_summary_write_under_a_file_size_limit_keeps_the_old_summary(tmp_path):
   path.write_text('{"status": "pushed"}')
   script = f'''
 import resource, signal, sys
-from tfx_autostrategy import cli
-from tfx_autostrategy.pipeline import local_runner
+from tfx_autostrategy import failures
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
-line = cli._write_summary(local_runner, None, {str(path)!r}, status='failed',
-                          error='x' * 10000)
+line = failures.write_summary(None, {str(path)!r}, status='failed',
+                              error='x' * 10000)
 print(line)
 '''
   proc = subprocess.run([sys.executable, '-c', script], capture_output=True,

@@ -1,6 +1,6 @@
 """Worker: Trainer throughput, plain in-memory Keras, and the input pipeline.
 
-    python -m tfx_autostrategy.benchmarks.training_worker \
+    python -m bench.training_worker \
         --examples URI --transform-graph URI [--model bow|transformer] \
         [--per-replica-batch-size 32] [--cpu-replicas N] \
         [--variants trainer,memory,input] [--rounds 3] [--steps 0]
@@ -19,7 +19,8 @@ state (the rounds alternate between them):
   run_fn decides), model built and compiled in `strategy.scope()` with the
   plan's steps_per_execution, `model.fit(dataset, steps_per_epoch=...)`.
 * `memory`: the same model, batch and steps_per_execution, `model.fit` on
-  the same train split decoded once into in-memory tensors.
+  in-memory tensors of the same train split, read once with the Trainer's
+  own `input_dataset`.
 * `streamed`: like `trainer` with the cache off (`--input-cache-mb 0`):
   every step decompresses and parses its records.
 * `input`: iterating the Trainer's dataset without a model.
@@ -33,6 +34,7 @@ are not part of these figures (see BENCHMARKS.md).
 
 import argparse
 import os
+import statistics
 import sys
 import time
 
@@ -68,26 +70,41 @@ def fn_args_for(examples_uri: str, transform_graph_uri: str):
   return fn_args
 
 
-def decode_split(file_pattern, data_accessor, tf_transform_output,
-                 max_examples: int = 0):
-  """One pass over a split, decoded into numpy arrays: (features, labels)."""
+def count_examples(file_patterns) -> int:
+  """Examples in a split's transformed TFRecords, without decoding them."""
+  import tensorflow as tf  # pylint: disable=g-import-not-at-top
+  total = 0
+  for pattern in file_patterns:
+    for path in tf.io.gfile.glob(pattern):
+      # Transform writes gzipped TFRecords (`*.gz`).
+      records = tf.data.TFRecordDataset(
+          path, compression_type='GZIP' if path.endswith('.gz') else '')
+      total += int(records.reduce(0, lambda count, _: count + 1))
+  return total
+
+
+def in_memory_batches(fn_args, tf_transform_output, global_batch_size: int,
+                      batches: int):
+  """The first `batches` batches of the train split, as numpy arrays.
+
+  Read with the Trainer's own input function
+  (`trainer_module.input_dataset`, unshuffled, uncached), so the in-memory
+  baseline fits exactly the examples and shapes the Trainer reads.
+
+  Returns:
+    (features, labels): feature name -> [batches x batch, ...], labels.
+  """
   import numpy as np  # pylint: disable=g-import-not-at-top
-  from tfx_bsl.public import tfxio  # pylint: disable=g-import-not-at-top
-  from tfx_autostrategy.components import settings  # pylint: disable=g-import-not-at-top
-  dataset = data_accessor.tf_dataset_factory(
-      file_pattern,
-      tfxio.TensorFlowDatasetOptions(batch_size=1024,
-                                     label_key=settings.LABEL, num_epochs=1,
-                                     shuffle=False, drop_final_batch=False),
-      tf_transform_output.transformed_metadata.schema)
-  features, labels, count = {}, [], 0
-  for batch_features, batch_labels in dataset.as_numpy_iterator():
+  from tfx_autostrategy.components.trainer import trainer_module  # pylint: disable=g-import-not-at-top
+  dataset = trainer_module.input_dataset(
+      fn_args.train_files, fn_args.data_accessor, tf_transform_output,
+      global_batch_size, shuffle=False)
+  features, labels = {}, []
+  for batch_features, batch_labels in (
+      dataset.take(batches).as_numpy_iterator()):
     for key, value in batch_features.items():
       features.setdefault(key, []).append(value)
     labels.append(batch_labels)
-    count += len(batch_labels)
-    if max_examples and count >= max_examples:
-      break
   return ({k: np.concatenate(v) for k, v in features.items()},
           np.concatenate(labels))
 
@@ -149,7 +166,7 @@ def main(argv=None) -> int:
   started = time.monotonic()
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   import tensorflow_transform as tft  # pylint: disable=g-import-not-at-top
-  from tfx_autostrategy.benchmarks import common  # pylint: disable=g-import-not-at-top
+  from bench import common  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.components import accelerator  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.components import models  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.components import settings as settings_lib  # pylint: disable=g-import-not-at-top
@@ -167,10 +184,7 @@ def main(argv=None) -> int:
   fn_args = fn_args_for(args.examples, args.transform_graph)
   tf_transform_output = tft.TFTransformOutput(fn_args.transform_output)
 
-  # The train split, decoded once: the in-memory baseline and the step count.
-  features, labels = decode_split(fn_args.train_files, fn_args.data_accessor,
-                                  tf_transform_output)
-  train_examples = len(labels)
+  train_examples = count_examples(fn_args.train_files)
   steps = args.steps or max(1, min(args.max_steps, train_examples // batch))
   if train_examples < batch:
     raise SystemExit(f'train split has {train_examples} examples, fewer than '
@@ -208,10 +222,12 @@ def main(argv=None) -> int:
   # In-memory tensors: the model's inputs only, whole batches only.
   in_memory = None
   if 'memory' in fitted:
-    n = min(train_examples, steps * batch) // batch * batch
-    in_memory = ({k: tf.constant(features[k][:n])
+    features, labels = in_memory_batches(
+        fn_args, tf_transform_output, batch,
+        min(steps, train_examples // batch))
+    in_memory = ({k: tf.constant(features[k])
                   for k in fitted['memory'].input_names},
-                 tf.constant(labels[:n]))
+                 tf.constant(labels))
 
   rates = {v: [] for v in fitted}
   timer = _step_timer()
@@ -256,13 +272,13 @@ def main(argv=None) -> int:
       'warmup_steps': warmup,
       'rounds': args.rounds,
       'rates': rates,
-      'median': {v: common.median(r) for v, r in rates.items()},
+      'median': {v: statistics.median(r) for v, r in rates.items()},
       'setup_seconds': prepared - started,
       'measure_seconds': time.monotonic() - prepared,
   }
   if input_rates:
     result['rates']['input'] = input_rates
-    result['median']['input'] = common.median(input_rates)
+    result['median']['input'] = statistics.median(input_rates)
   common.emit_result(result)
   return 0
 

@@ -18,11 +18,13 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Any, Dict, List, Mapping, Optional, Sequence
+from typing import Any, Dict, Mapping, Optional, Sequence
 
 from tfx_autostrategy import tf_env
 
 RESULT_PREFIX = 'AUTOSTRATEGY_BENCH_RESULT '
+# The checkout holding `bench/` (the benchmarks are not installed).
+CHECKOUT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # What every worker needs before TensorFlow is imported (see README,
 # "Keras flavour").
@@ -180,8 +182,15 @@ class _MemoryPoller(threading.Thread):
 
 
 def worker_env(extra: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
+  """The environment of a worker: Keras 2, quiet TF, and `bench` importable.
+
+  Workers run as `python -m bench.<worker>`; the checkout that holds `bench/`
+  goes first on PYTHONPATH so that they find it from any working directory.
+  """
   env = dict(os.environ)
   env.update(WORKER_ENV)
+  env['PYTHONPATH'] = os.pathsep.join(
+      p for p in (CHECKOUT, env.get('PYTHONPATH', '')) if p)
   env.update(extra or {})
   return env
 
@@ -256,12 +265,3 @@ def ensure_data(data_dir: str, rows: int, seed: int) -> str:
 def data_command(rows: int, seed: int, root: str) -> str:
   return (f'python -m tfx_autostrategy.sample_data --rows {rows} '
           f'--seed {seed} --output {shlex.quote(root)}')
-
-
-def median(values: List[float]) -> float:
-  ordered = sorted(values)
-  n = len(ordered)
-  if not n:
-    return float('nan')
-  mid = n // 2
-  return ordered[mid] if n % 2 else (ordered[mid - 1] + ordered[mid]) / 2

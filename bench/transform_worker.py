@@ -1,6 +1,6 @@
 """Worker: CsvExampleGen + ImportSchemaGen + Transform of the real pipeline.
 
-    python -m tfx_autostrategy.benchmarks.transform_worker \
+    python -m bench.transform_worker \
         --data DIR --output DIR [--mode in_memory|multi_processing] \
         [--workers 2]
 
@@ -82,10 +82,11 @@ def main(argv=None) -> int:
 
   tf_env.set_keras_flavour()
   started = time.monotonic()
-  from tfx_autostrategy.benchmarks import common  # pylint: disable=g-import-not-at-top
+  from bench import common  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.components import csv_check  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.components import settings  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.pipeline import local_runner  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.pipeline import progress_log  # pylint: disable=g-import-not-at-top
   text_settings = settings.TextSettings()
   report = csv_check.check_csv_dir(args.data)
   config = local_runner.build_config(
@@ -109,7 +110,7 @@ def main(argv=None) -> int:
   import absl.logging  # pylint: disable=g-import-not-at-top
   absl.logging.use_python_logging(quiet=True)
   absl.logging.set_verbosity(absl.logging.INFO)
-  handler = local_runner.ProgressHandler(on_event)
+  handler = progress_log.ProgressHandler(on_event)
   root.addHandler(handler)
   from tfx import v1 as tfx  # pylint: disable=g-import-not-at-top
   run_started = time.monotonic()

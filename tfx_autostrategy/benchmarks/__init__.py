@@ -1,1 +1,0 @@
-"""Benchmarks behind `autostrategy bench` / `make bench`."""

@@ -1,0 +1,114 @@
+"""`autostrategy run`: preflight, the lock, the pipeline, and its ending.
+
+The steps live apart: `run_preflight` (options -> settings, checks before
+TFX is imported), `console` (log capture, progress lines), `run_outcome`
+(summary.json, report, last lines, exit code) and `failures` (exit codes,
+causes).
+"""
+
+import argparse
+import contextlib
+import os
+import sys
+import time
+from typing import Any, Mapping, Optional
+
+from tfx_autostrategy import console
+from tfx_autostrategy import failures
+from tfx_autostrategy import run_outcome
+from tfx_autostrategy import run_preflight
+from tfx_autostrategy.pipeline import interrupts
+from tfx_autostrategy.pipeline import local_runner
+from tfx_autostrategy.pipeline import run_lock
+
+
+def run(args: argparse.Namespace, defaults: Mapping[str, Any]) -> int:
+  """`autostrategy run`.
+
+  Checks the data, options and output directory first (exit 2, in a second or
+  two: TFX is imported only after), takes the output directory's lock (exit 2
+  if another run holds it), then runs the pipeline. Whatever happens, the
+  cause is on the last line of stderr and summary.json under the output
+  describes this run.
+
+  Args:
+    args: the parsed `run` options.
+    defaults: the options of a bare `autostrategy run` (the report names the
+      settings that differ).
+  """
+  # A first SIGINT / SIGTERM stops the run (one line, summary, exit 130 /
+  # 143); a second one exits at once. The lock is released when the run
+  # returns, after summary.json is written.
+  with interrupts.stop_on_signals():
+    try:
+      with contextlib.ExitStack() as lock:
+        return _run_locked(args, defaults, lock)
+    except interrupts.Interrupted as stop:
+      # Outside the pipeline: during the checks, or after the run's outcome
+      # was printed; nothing of the pipeline was cut short.
+      print(f'interrupted by {stop.signal_name} before the pipeline ran or '
+            'after it ended; a rerun of the same command resumes',
+            file=sys.stderr)
+      return stop.exit_code
+
+
+def _run_locked(args: argparse.Namespace, defaults: Mapping[str, Any],
+                lock: contextlib.ExitStack) -> int:
+  """`run`; the output directory's lock goes on `lock` once taken."""
+  out = sys.stdout
+  try:
+    checked = run_preflight.check(args, lock)
+  except (ValueError, OSError, run_lock.RunLockedError) as error:
+    return failures.input_error(error)
+  config, report = checked.config, checked.report
+
+  layout = local_runner.Layout(os.path.abspath(args.output))
+  summary_path = os.path.join(layout.output_dir, 'summary.json')
+  print(f'data: {os.path.abspath(checked.data_root)} ({report.layout}, '
+        f'{sum(report.rows.values())} rows)', file=out)
+  for warning in report.warnings:
+    print(f'warning: {warning}', file=out)
+  print(f'output: {layout.output_dir}', file=out)
+  print(f'full log: {layout.log_path}', file=out)
+  started = time.monotonic()
+  # What the report shows of the run's inputs and thresholds.
+  report_keys = dict(data_root=os.path.abspath(checked.data_root),
+                     auc_threshold=config.auc_threshold,
+                     min_auc_gain=config.min_auc_gain,
+                     **run_preflight.run_settings(args, defaults))
+
+  progress = console.Progress(out)
+  failure: Optional[BaseException] = None
+  stopped: Optional[interrupts.Interrupted] = None
+  partial = None
+  try:
+    with console.logs_to_file(layout.log_path) as (user_out, _):
+      progress.stream = user_out
+      import logging  # pylint: disable=g-import-not-at-top
+      try:
+        result = local_runner.run_pipeline(config, on_event=progress.on_event,
+                                           on_epoch=progress.on_epoch)
+      except interrupts.Interrupted as stop:
+        stopped = stop
+        logging.getLogger('autostrategy').warning(
+            'the pipeline was %s', stop, exc_info=True)
+      except Exception as error:  # pylint: disable=broad-except
+        failure = error
+        # The whole traceback goes to the log; the terminal gets the cause.
+        logging.getLogger('autostrategy').exception('the pipeline failed')
+      if stopped or failure:
+        partial = failures.read_partial(config, cancel=bool(stopped))
+  except interrupts.Interrupted as stop:  # In the log's set-up or tear-down.
+    stopped = stopped or stop
+  except Exception as error:  # pylint: disable=broad-except
+    failure = failure or error
+  elapsed = time.monotonic() - started
+  if stopped is not None:
+    return run_outcome.interrupted(stopped, partial, progress.current, elapsed,
+                                   layout, summary_path, report_keys, out)
+  if failure is not None:
+    return run_outcome.failed(failure, partial, progress.current, elapsed,
+                              layout, summary_path, report_keys, out)
+  return run_outcome.finished(result, config, layout, summary_path,
+                              report_keys, lambda: time.monotonic() - started,
+                              args.json, out)
