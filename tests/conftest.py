@@ -12,6 +12,7 @@ os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 import json
 import subprocess
 import sys
+import textwrap
 
 import pytest
 
@@ -56,3 +57,44 @@ def pipeline_run(pipeline_data, tmp_path_factory):
                  *PIPELINE_RUN_ARGS)
   assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
   return proc, json.loads(proc.stdout.strip().splitlines()[-1]), output
+
+
+SERVE_SCRIPT = textwrap.dedent("""
+    import json, sys
+    import tensorflow as tf
+    import tensorflow_transform  # registers nothing we need; mirrors serving images
+    assert 'tfx_autostrategy' not in sys.modules
+    model = tf.saved_model.load(sys.argv[1])
+    texts = ['you are a stupid idiot', 'thank you for the kind help', '']
+    examples = []
+    for text in texts:
+      feature = {sys.argv[2]: tf.train.Feature(
+          bytes_list=tf.train.BytesList(value=[text.encode()]))}
+      examples.append(tf.train.Example(features=tf.train.Features(
+          feature=feature)).SerializeToString())
+    out = model.signatures['serving_default'](examples=tf.constant(examples))
+    probabilities = out['probabilities']
+    print(json.dumps({'keys': sorted(out), 'shape': probabilities.shape.as_list(),
+                      'dtype': probabilities.dtype.name,
+                      'values': probabilities.numpy().tolist(),
+                      'signatures': sorted(model.signatures)}))
+""")
+
+
+def assert_serves_raw_text(model_dir, text_column='comment_text'):
+  """Loads a pushed SavedModel in a fresh process and serves 3 raw texts.
+
+  Returns:
+    The 3 probabilities.
+  """
+  proc = subprocess.run([sys.executable, '-c', SERVE_SCRIPT, model_dir,
+                         text_column], capture_output=True, text=True,
+                        timeout=300, check=False)
+  assert proc.returncode == 0, proc.stderr[-3000:]
+  served = json.loads(proc.stdout.strip().splitlines()[-1])
+  assert served['keys'] == ['probabilities']
+  assert served['shape'] == [3]
+  assert served['dtype'] == 'float32'
+  assert all(0.0 <= v <= 1.0 for v in served['values'])
+  assert served['signatures'] == ['serving_default', 'transform_features']
+  return served['values']

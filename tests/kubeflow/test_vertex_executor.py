@@ -35,6 +35,7 @@ REGION = 'europe-west4'
 SUCCEEDED = job_state.JobState.JOB_STATE_SUCCEEDED
 FAILED = job_state.JobState.JOB_STATE_FAILED
 RUNNING = job_state.JobState.JOB_STATE_RUNNING
+PENDING = job_state.JobState.JOB_STATE_PENDING
 SPOT = custom_job_pb.Scheduling.Strategy.SPOT
 STANDARD = custom_job_pb.Scheduling.Strategy.STANDARD
 
@@ -246,6 +247,91 @@ def test_incomplete_custom_config_is_rejected(exec_properties, artifacts,
   with pytest.raises(ValueError, match=match):
     vertex_executor.Executor(job_service=service).Do(*artifacts, properties)
   assert not service.created
+
+
+class FakeClock:
+  """Time that passes only in `sleep`."""
+
+  def __init__(self):
+    self.now = 0.0
+
+  def sleep(self, seconds):
+    self.now += seconds
+
+
+class CancellableJobService(FakeJobService):
+
+  def __init__(self, responses):
+    super().__init__(responses)
+    self.cancelled = []
+
+  def cancel_custom_job(self, name):
+    self.cancelled.append(name)
+
+
+@pytest.mark.parametrize('scheduling, responses, match, polls', [
+    # Running past its timeout (+ 600 s grace): cancelled at 3600 + 600 s.
+    ({'timeout': '3600s'}, (RUNNING,),
+     r'customJobs/123 still runs 3600 s \(its timeout\) \+ 600 s after it '
+     'started; cancelled it', 1 + 4200 // 300),
+    # No timeout set: Vertex AI's default of 7 days bounds the wait.
+    ({}, (RUNNING,), r'still runs 604800 s \(its timeout\)',
+     1 + 605400 // 300),
+    # Never started: given up after a day of waiting for machines.
+    ({'timeout': '60s'}, (PENDING,), r'customJobs/123 did not start within '
+     r'86400 s; cancelled it', 1 + 86400 // 300),
+])
+def test_a_job_that_does_not_end_is_cancelled_at_its_bound(scheduling,
+                                                           responses, match,
+                                                           polls):
+  service = CancellableJobService(responses)
+  client = vertex_executor.VertexJobClient(REGION, job_service=service)
+  clock = FakeClock()
+  custom_job = {'display_name': 'x', 'job_spec': {
+      'worker_pool_specs': [], 'scheduling': scheduling}}
+  with pytest.raises(TimeoutError, match=match):
+    vertex_executor.run_custom_job(client, PROJECT, custom_job,
+                                   poll_interval_seconds=300,
+                                   clock=lambda: clock.now, sleep=clock.sleep)
+  assert service.cancelled == [f'projects/{PROJECT}/locations/{REGION}/'
+                               'customJobs/123']
+  assert len(service.polled) == polls
+
+
+def test_job_timeout_is_read_in_either_form():
+  def timeout(value):
+    return vertex_executor.job_timeout_seconds(
+        {'job_spec': {'scheduling': {'timeout': value}}})
+  assert timeout('5400s') == timeout({'seconds': 5400}) == 5400
+  assert vertex_executor.job_timeout_seconds({'job_spec': {}}) == 7 * 86400
+  with pytest.raises(ValueError, match="timeout '90m': expected a duration"):
+    timeout('90m')
+
+
+HOOKED_SERVICES = []
+
+
+def hooked_job_service(vertex_region):
+  """A factory for the test hook: records what the executor asked for."""
+  service = FakeJobService()
+  service.poll_interval_seconds = 0
+  HOOKED_SERVICES.append((vertex_region, service))
+  return service
+
+
+def test_the_test_hook_names_the_job_service(exec_properties, artifacts,
+                                             monkeypatch):
+  monkeypatch.setenv(vertex_executor.JOB_SERVICE_ENV,
+                     f'{__name__}:hooked_job_service')
+  HOOKED_SERVICES.clear()
+  vertex_executor.Executor().Do(*artifacts, exec_properties)
+  [(region, service)] = HOOKED_SERVICES
+  assert region == REGION
+  [(parent, _)] = service.created
+  assert parent == f'projects/{PROJECT}/locations/{REGION}'
+  monkeypatch.setenv(vertex_executor.JOB_SERVICE_ENV, 'no_colon')
+  with pytest.raises(ValueError, match="'no_colon': expected module:factory"):
+    vertex_executor.Executor().Do(*artifacts, exec_properties)
 
 
 def test_scheduling_options_reach_the_submitted_job(tmp_path, artifacts):

@@ -7,9 +7,6 @@ tests/pipeline/test_code_cache.py.
 
 import json
 import os
-import subprocess
-import sys
-import textwrap
 
 import pytest
 
@@ -17,6 +14,7 @@ from conftest import PIPELINE_RUN_ARGS
 from conftest import PIPELINE_RUN_AUC_THRESHOLD
 from conftest import PIPELINE_RUN_PER_REPLICA_BATCH
 from conftest import PIPELINE_RUN_REPLICAS
+from conftest import assert_serves_raw_text
 from conftest import run_cli
 
 from tfx_autostrategy.components import csv_check
@@ -138,41 +136,9 @@ def test_mlmd_records_one_complete_execution_per_component(pipeline_run,
   assert set(states.values()) == {'COMPLETE'}
 
 
-SERVE_SCRIPT = textwrap.dedent("""
-    import json, sys
-    import tensorflow as tf
-    import tensorflow_transform  # registers nothing we need; mirrors serving images
-    assert 'tfx_autostrategy' not in sys.modules
-    model = tf.saved_model.load(sys.argv[1])
-    texts = ['you are a stupid idiot', 'thank you for the kind help', '']
-    examples = []
-    for text in texts:
-      feature = {'comment_text': tf.train.Feature(
-          bytes_list=tf.train.BytesList(value=[text.encode()]))}
-      examples.append(tf.train.Example(features=tf.train.Features(
-          feature=feature)).SerializeToString())
-    out = model.signatures['serving_default'](examples=tf.constant(examples))
-    probabilities = out['probabilities']
-    print(json.dumps({'keys': sorted(out), 'shape': probabilities.shape.as_list(),
-                      'dtype': probabilities.dtype.name,
-                      'values': probabilities.numpy().tolist(),
-                      'signatures': sorted(model.signatures)}))
-""")
-
-
 def test_pushed_model_serves_raw_text_in_a_fresh_process(pipeline_run):
   _, result, _ = pipeline_run
-  proc = subprocess.run([sys.executable, '-c', SERVE_SCRIPT,
-                         result['pushed_model']],
-                        capture_output=True, text=True, timeout=300,
-                        check=False)
-  assert proc.returncode == 0, proc.stderr[-3000:]
-  served = json.loads(proc.stdout.strip().splitlines()[-1])
-  assert served['keys'] == ['probabilities']
-  assert served['shape'] == [3]
-  assert served['dtype'] == 'float32'
-  assert all(0.0 <= v <= 1.0 for v in served['values'])
-  assert served['signatures'] == ['serving_default', 'transform_features']
+  assert_serves_raw_text(result['pushed_model'])
 
 
 def test_second_identical_run_reuses_all_up_to_the_evaluator(pipeline_run,
