@@ -261,7 +261,10 @@ def test_a_failing_worker_fails_the_step_with_the_jobs_error(tmp_path):
   with open(compile_case(VERTEX_TWO_WORKERS, str(tmp_path))) as f:
     job = json.load(f)
   # A setting the remote executor refuses: both replicas exit 1 at start.
-  properties = dict(container_exec_properties(job), model_name='no-such-model')
+  properties = container_exec_properties(job)
+  settings = dict(json.loads(properties['trainer_settings']),
+                  model='no-such-model')
+  properties['trainer_settings'] = json.dumps(settings)
   inputs = {key: [harness_artifact(cls, tmp_path / key)] for key, cls in (
       ('examples', 'Examples'), ('transform_graph', 'TransformGraph'),
       ('schema', 'Schema'), ('statistics', 'ExampleStatistics'))}
