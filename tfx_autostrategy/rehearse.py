@@ -233,7 +233,8 @@ def run_workers(shape, upstream: Dict[str, Any], trainer_settings,
   Raises:
     RehearsalError: a worker failed (its innermost error) or timed out.
   """
-  from tfx_autostrategy.components import accelerator  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.components import cpu_replicas  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.components import distribution_plan  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.components.trainer import spec as spec_lib  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.components.trainer import trainer_module  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.pipeline import config as config_lib  # pylint: disable=g-import-not-at-top
@@ -264,9 +265,9 @@ def run_workers(shape, upstream: Dict[str, Any], trainer_settings,
   processes = []
   for index, cluster_env in enumerate(cluster_environments(shape.workers)):
     env = tf_env.subprocess_env(**cluster_env)
-    env.pop(accelerator.CPU_REPLICAS_ENV, None)
+    env.pop(cpu_replicas.CPU_REPLICAS_ENV, None)
     if shape.replicas_per_worker > 1:
-      env[accelerator.CPU_REPLICAS_ENV] = str(shape.replicas_per_worker)
+      env[cpu_replicas.CPU_REPLICAS_ENV] = str(shape.replicas_per_worker)
     result_path = os.path.join(run_dir, f'result-{index}.json')
     log_path = os.path.join(run_dir, f'worker-{index}.log')
     with open(log_path, 'w') as log:
@@ -339,7 +340,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_locked(args: argparse.Namespace, lock: contextlib.ExitStack) -> int:
   """`run`; the output directory's lock goes on `lock` once taken."""
-  from tfx_autostrategy.components import accelerator  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.components import cpu_replicas  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.components import distribution_plan  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.components import settings  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.pipeline import local_runner  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.pipeline import run_lock  # pylint: disable=g-import-not-at-top
@@ -363,7 +365,7 @@ def _run_locked(args: argparse.Namespace, lock: contextlib.ExitStack) -> int:
   except RehearsalError as error:
     print(f'error: {error}', file=sys.stderr)
     return EXIT_FAILED
-  steps = args.steps or EPOCHS * accelerator.steps_per_execution_for(
+  steps = args.steps or EPOCHS * distribution_plan.steps_per_execution_for(
       shape.kind)
   run_dir = os.path.join(os.path.abspath(args.output), 'rehearsal',
                          f'{shape.name}-x{shape.workers}',
