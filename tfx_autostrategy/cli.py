@@ -219,21 +219,22 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_detect(args: argparse.Namespace) -> int:
   """`autostrategy detect`."""
-  from tfx_autostrategy.components import accelerator  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.components import devices  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.components import distribution_plan  # pylint: disable=g-import-not-at-top
   try:
-    _, plan, _ = accelerator.resolve(
+    _, plan, _ = distribution_plan.resolve(
         args.accelerator, args.per_replica_batch_size,
         precision=args.precision,
         steps_per_execution=args.steps_per_execution,
         jit_compile=args.jit_compile,
         backup_every_steps=args.backup_every_steps)
-  except (accelerator.AcceleratorNotFoundError, ValueError) as error:
+  except (devices.AcceleratorNotFoundError, ValueError) as error:
     print(f'error: {error}', file=sys.stderr)
     return EXIT_BAD_INPUT
   if args.json:
     print(json.dumps(plan.to_dict(), sort_keys=True))
   else:
-    print(accelerator.format_plan(plan))
+    print(distribution_plan.format_plan(plan))
   return EXIT_OK
 
 

@@ -19,6 +19,7 @@ from kfp.kubernetes import kubernetes_executor_config_pb2
 import pytest
 import yaml
 
+from tfx_autostrategy.kubeflow import compile_options
 from tfx_autostrategy.kubeflow import compiler
 
 IMAGE = 'us-docker.pkg.dev/proj/repo/autostrategy:test'
@@ -54,7 +55,7 @@ def options(accelerator, target='kubeflow', **overrides):
                 data_root='gs://bucket/data', accelerator=accelerator,
                 project='proj', region='us-central1')
   values.update(overrides)
-  return compiler.CompileOptions(**values)
+  return compile_options.CompileOptions(**values)
 
 
 def executor_config_class():
