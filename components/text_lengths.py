@@ -37,6 +37,10 @@ MINIMUM = 8
 WORD_CAP = 256
 NGRAM_CAP = 1024
 
+# preprocessing.URL_TOKEN (that module imports TensorFlow); its length
+# counts in the n-grams.
+URL_TOKEN = 'xxurl'
+
 SEQUENCE_LENGTH = 'sequence_length'
 CHAR_NGRAM_LENGTH = 'char_ngram_length'
 # Field of TextSettings -> (flag, unit, cap).
@@ -54,8 +58,7 @@ _COARSE_WORD = regex.compile(r'[^\t\n\v\f\r ]+')
 
 
 def _marked(text: str) -> str:
-  # ' x ' stands in for the URL marker: one word of either kind.
-  return _URL.sub(' x ', text.lower())
+  return _URL.sub(' ' + URL_TOKEN + ' ', text.lower())
 
 
 def word_count(text: str) -> int:

@@ -158,7 +158,7 @@ def resolve_lengths(args: argparse.Namespace,
 
 
 def scan_remote(data_root: str, presplit: bool, text: settings.TextSettings,
-                counter: text_lengths.LengthCounter, flags: str) -> None:
+                counter: text_lengths.LengthCounter) -> None:
   """Counts the training texts under a URI, at compile time (tf.io.gfile).
 
   Records are found and checked as the `run` preflight finds them
@@ -169,7 +169,6 @@ def scan_remote(data_root: str, presplit: bool, text: settings.TextSettings,
     presplit: the data has train/ and eval/ subdirectories.
     text: the column names.
     counter: filled with the training texts.
-    flags: the options left at 'auto', for the error message.
 
   Raises:
     ValueError: the files cannot be listed or read, or none match; the
@@ -181,9 +180,9 @@ def scan_remote(data_root: str, presplit: bool, text: settings.TextSettings,
   split = (conventions.TRAIN_SPLIT if presplit else conventions.SINGLE_SPLIT)
   pattern = data_root.rstrip('/') + '/' + conventions.input_patterns(
       presplit)[split]
-  advice = (f'; pass numbers instead of auto ({flags}), e.g. '
-            f'--sequence-length {_DEFAULTS.sequence_length} '
-            f'--char-ngram-length {_DEFAULTS.char_ngram_length}')
+  advice = '; pass a number instead of auto: ' + ' '.join(
+      f'{text_lengths.FIELDS[field][0]} {getattr(_DEFAULTS, field)}'
+      for field in counter.fields)
   try:
     paths = sorted(tf.io.gfile.glob(pattern))
   except tf.errors.OpError as error:
