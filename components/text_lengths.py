@@ -22,6 +22,7 @@ point assigned between the two versions may count differently.
 
 import collections
 import dataclasses
+import functools
 import math
 from typing import Dict, Iterable, List, Mapping, Optional
 
@@ -63,7 +64,11 @@ def _marked(text: str) -> str:
 
 def word_count(text: str) -> int:
   """Word ids `preprocessing_fn` makes of `text` before padding."""
-  return len(_WORD_TOKEN.findall(_marked(text)))
+  return _word_count(_marked(text))
+
+
+def _word_count(marked: str) -> int:
+  return len(_WORD_TOKEN.findall(marked))
 
 
 def ngram_count(text: str, ngram_min: int, ngram_max: int) -> int:
@@ -73,12 +78,23 @@ def ngram_count(text: str, ngram_min: int, ngram_max: int) -> int:
   `m` code points with markers gives `m - n + 1` n-grams of length `n`
   (none if `m < n`).
   """
-  total = 0
-  for word in _COARSE_WORD.findall(_marked(text)):
-    marked = len(word) + 2
-    total += sum(max(0, marked - n + 1)
-                 for n in range(ngram_min, ngram_max + 1))
-  return total
+  return _ngram_count(_marked(text), ngram_min, ngram_max)
+
+
+def _ngram_count(marked: str, ngram_min: int, ngram_max: int) -> int:
+  # map() keeps the per-word loop in C: this runs on every training text.
+  return sum(map(_ngrams_per_word(ngram_min, ngram_max),
+                 map(len, _COARSE_WORD.findall(marked))))
+
+
+@functools.lru_cache(maxsize=None)
+def _ngrams_per_word(ngram_min: int, ngram_max: int):
+  """A cached function: code points of a word -> n-grams with its markers."""
+  @functools.lru_cache(maxsize=4096)
+  def count(length: int) -> int:
+    marked = length + 2
+    return sum(max(0, marked - n + 1) for n in range(ngram_min, ngram_max + 1))
+  return count
 
 
 class LengthCounter:
@@ -95,11 +111,12 @@ class LengthCounter:
         field: collections.Counter() for field in self.fields}
 
   def add(self, text: str) -> None:
+    marked = _marked(text)
     if SEQUENCE_LENGTH in self.histograms:
-      self.histograms[SEQUENCE_LENGTH][word_count(text)] += 1
+      self.histograms[SEQUENCE_LENGTH][_word_count(marked)] += 1
     if CHAR_NGRAM_LENGTH in self.histograms:
       self.histograms[CHAR_NGRAM_LENGTH][
-          ngram_count(text, *self._ngram_range)] += 1
+          _ngram_count(marked, *self._ngram_range)] += 1
 
 
 @dataclasses.dataclass(frozen=True)

@@ -115,3 +115,15 @@ def test_compile_fails_on_unreadable_data_naming_the_path(tmp_path, capsys):
       'so the lengths cannot be picked from the data at compile time; pass a '
       'number instead of auto: --sequence-length 64 --char-ngram-length 512\n')
   assert not output.exists()
+
+
+def test_sentencepiece_sequence_length_auto_is_the_fixed_default(data,
+                                                                 tmp_path):
+  # The preflight cannot count SentencePiece pieces; n-grams are counted.
+  checked = _preflight(data, tmp_path, '--sentencepiece-model', 'sp.model')
+  assert checked.lengths.line == (
+      'lengths: --sequence-length 64 (SentencePiece pieces are not counted; '
+      'the fixed default), --char-ngram-length auto -> 16 n-grams (95th '
+      'percentile 9; truncates 5.0 % of 20 training texts)')
+  assert (checked.config.text.sequence_length,
+          checked.config.text.char_ngram_length) == (64, 16)

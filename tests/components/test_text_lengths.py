@@ -127,5 +127,6 @@ def test_counts_equal_the_ids_the_real_transform_makes():
   assert grams == [text_lengths.ngram_count(t, text.char_ngram_min,
                                             text.char_ngram_max)
                    for t in TEXTS]
+  assert text_lengths.URL_TOKEN == preprocessing.URL_TOKEN
   # The texts are not all trivially short.
   assert max(words) >= 7 and max(grams) >= 100
