@@ -7,6 +7,7 @@ Building the parser imports no TFX, TensorFlow or benchmark code.
 """
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -244,6 +245,9 @@ def cmd_compile(args: argparse.Namespace) -> int:
   from tfx_autostrategy.kubeflow import compiler  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.kubeflow import scheduling  # pylint: disable=g-import-not-at-top
   try:
+    # Options are checked (with placeholder lengths) before the data is read.
+    text = data_options.text_settings(args,
+                                      data_options.placeholder_lengths(args))
     options = compiler.CompileOptions(
         target=args.target, image=args.image,
         pipeline_root=args.pipeline_root, data_root=args.data,
@@ -251,7 +255,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
         workers=args.workers,
         project=args.project, region=args.region,
         beam_runner=args.beam_runner, pipeline_name=args.pipeline_name,
-        schema_file=args.schema, text=data_options.text_settings(args),
+        schema_file=args.schema, text=text,
         id_type=args.id_type,
         serving_model_dir=args.serving_model_dir, presplit=args.presplit,
         service_account=args.service_account,
@@ -262,6 +266,15 @@ def cmd_compile(args: argparse.Namespace) -> int:
         restart_on_worker_restart=args.restart_on_worker_restart,
         job_timeout_seconds=(scheduling.parse_duration(args.job_timeout)
                              if args.job_timeout else 0))
+    counter = data_options.length_counter(text, args)
+    if counter:
+      data_options.scan_remote(args.data, args.presplit, text, counter)
+    lengths = data_options.resolve_lengths(args, counter,
+                                           training_only=args.presplit)
+    options = dataclasses.replace(
+        options, text=dataclasses.replace(text, **lengths.values))
+    if lengths.line:
+      print(lengths.line)
     compiler.compile_pipeline(options, args.output)
   except ValueError as error:
     print(f'error: {error}', file=sys.stderr)

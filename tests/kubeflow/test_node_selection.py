@@ -155,7 +155,8 @@ def test_accelerator_job_json_is_refused_before_tfx_loads(tmp_path):
        'sys.exit(code)\n',
        'compile', '--target', 'kubeflow', '--accelerator', 'nvidia-l4',
        '--output', str(path), '--pipeline-root', ROOT, '--image', IMAGE,
-       '--data', 'gs://bucket/data'],
+       '--data', 'gs://bucket/data', '--sequence-length', '64',
+       '--char-ngram-length', '512'],
       capture_output=True, text=True, timeout=120, check=False)
   assert result.returncode == 2, result.stderr
   assert result.stderr.strip().splitlines()[-1] == (
