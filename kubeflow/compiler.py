@@ -19,23 +19,14 @@ import json
 import os
 from typing import Any, Dict
 
-from tfx_autostrategy.components import conventions
 from tfx_autostrategy.kubeflow import compile_options
 from tfx_autostrategy.kubeflow import targets
 from tfx_autostrategy.pipeline import atomic_io
 from tfx_autostrategy.pipeline import config as config_lib
 from tfx_autostrategy.pipeline import schema_render
 
-# The names `autostrategy compile` (tfx_autostrategy/cli.py) builds its
-# parser and options from; the definitions are in compile_options.
-CompileOptions = compile_options.CompileOptions
-TARGETS = compile_options.TARGETS
-BEAM_RUNNERS = compile_options.BEAM_RUNNERS
-DEFAULT_PIPELINE_NAME = conventions.DEFAULT_PIPELINE_NAME
-ID_TYPES = schema_render.ID_TYPES
 
-
-def schema_text(options: CompileOptions) -> str:
+def schema_text(options: compile_options.CompileOptions) -> str:
   """The schema the compiled pipeline carries (see pipeline/schema_render).
 
   Raises:
@@ -48,7 +39,8 @@ def schema_text(options: CompileOptions) -> str:
                                           id_is_int=options.id_type == 'int')
 
 
-def build_config(options: CompileOptions) -> config_lib.PipelineConfig:
+def build_config(options: compile_options.CompileOptions
+                ) -> config_lib.PipelineConfig:
   """The PipelineConfig of a remote run."""
   return config_lib.PipelineConfig(
       pipeline_name=options.pipeline_name,
@@ -74,7 +66,7 @@ def build_config(options: CompileOptions) -> config_lib.PipelineConfig:
                              if options.target == 'vertex' else None))
 
 
-def build_pipeline(options: CompileOptions):
+def build_pipeline(options: compile_options.CompileOptions):
   """`create_pipeline` for `options`, with the Trainer's resources attached."""
   from tfx_autostrategy.pipeline import pipeline as pipeline_lib  # pylint: disable=g-import-not-at-top
   pipeline = pipeline_lib.create_pipeline(build_config(options))
@@ -86,7 +78,7 @@ def build_pipeline(options: CompileOptions):
   return pipeline
 
 
-def compile_pipeline(options: CompileOptions, output_path: str
+def compile_pipeline(options: compile_options.CompileOptions, output_path: str
                     ) -> Dict[str, Any]:
   """Writes the compiled pipeline (KFP pipeline spec schema 2.1).
 
