@@ -16,8 +16,8 @@ this
    AUC that TFMA computed on the eval split from the last stdout line;
 3. prints a table and one JSON report (also written to `OUT/quality.json`,
    or `OUT/<name>/quality.json` for a directory of data sets) with both AUCs,
-   their difference, times (the Trainer's from the run's summary.json) and
-   the exact commands;
+   their difference, times (the Trainer's from the run's summary.json, its
+   `fit` from the epoch records in the run's log) and the exact commands;
 4. writes one Markdown table per data set to `--markdown` (default
    `OUT/quality.md`). `--report-only` rewrites it from the saved reports
    without running anything.
@@ -123,12 +123,16 @@ def format_table(report: Dict[str, Any]) -> str:
 
 
 def add_details(report: Dict[str, Any], data: str, output: str) -> None:
-  """Adds the data set's description and the Trainer's seconds, if known."""
+  """Adds the data set's description and the Trainer's times, if known."""
   report.setdefault('dataset', quality_tables.read_json(
       os.path.join(data, 'dataset.json')))
+  pipeline_output = os.path.join(output, 'pipeline')
   if report['pipeline'].get('trainer_seconds') is None:
-    report['pipeline']['trainer_seconds'] = quality_tables.component_seconds(
-        os.path.join(output, 'pipeline')).get('Trainer')
+    report['pipeline']['trainer_seconds'] = quality_tables.trainer_seconds(
+        pipeline_output)
+  if report['pipeline'].get('fit_seconds') is None:
+    report['pipeline']['fit_seconds'] = quality_tables.read_fit_seconds(
+        pipeline_output)
 
 
 def run_data_set(data: str, output: str,

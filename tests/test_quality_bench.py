@@ -71,11 +71,31 @@ def test_skip_pipeline_runs_the_baseline_on_every_set(tmp_path, capsys):
   assert '== first' in capsys.readouterr().out
 
 
+_LOG = """2026-12-06 06:29:20,100 INFO root: autostrategy: epoch 1/2 started
+Epoch 1/2
+2026-12-06 06:30:00,000 INFO root: autostrategy: epoch 1/2 finished {}
+2026-12-06 06:30:00,100 INFO root: autostrategy: epoch 2/2 started
+2026-12-06 06:30:21,600 INFO root: autostrategy: epoch 2/2 finished {}
+"""
+
+
+def test_fit_seconds_spans_the_last_complete_run_of_epochs():
+  assert quality_tables.fit_seconds(_LOG) == 61.5
+  # A second run in the same log (the same output directory) counts alone.
+  rerun = _LOG + _LOG.replace('06:29:20', '07:00:00').replace(
+      '06:30:21,600', '07:00:30,000')
+  assert quality_tables.fit_seconds(rerun) == 29.9
+  assert quality_tables.fit_seconds(_LOG.rsplit('2026', 1)[0]) is None
+
+
 def _saved_report(out, name, baseline, ours, trainer_seconds):
-  os.makedirs(os.path.join(out, name, 'pipeline'))
+  os.makedirs(os.path.join(out, name, 'pipeline', 'logs'))
+  with open(os.path.join(out, name, 'pipeline', 'logs', 'pipeline.log'),
+            'w') as f:
+    f.write(_LOG)
   with open(os.path.join(out, name, 'pipeline', 'summary.json'), 'w') as f:
     json.dump({'components': [
-        {'component': 'Trainer', 'state': 'COMPLETE',
+        {'component': 'AutoStrategyTrainer', 'state': 'COMPLETE',
          'seconds': trainer_seconds}]}, f)
   report = {'data': {'train_rows': 30, 'eval_rows': 10,
                      'train_positive_rate': 0.5, 'eval_positive_rate': 0.5},
@@ -99,7 +119,7 @@ def test_report_only_tables_and_exit_codes(tmp_path):
   args = ['--data', data, '--output', out, '--report-only', '--markdown', md]
   assert quality.main(args) == 1  # lower on 'second'
   table = open(md, encoding='utf-8').read()
-  assert '| 0.9000 | 0.9500 | +0.0500 | 1.5 | 120.2 | 300.0 |' in table
+  assert '| 0.9000 | 0.9500 | +0.0500 | 1.5 | 61.5 | 120.2 | 300.0 |' in table
   assert '| second | ? | 10 | 50.0% | 0.9000 | 0.8500 | -0.0500 |' in table
   assert quality.main(args + ['--only', 'first']) == 0
   _saved_report(out + '2', 'first', 0.9, None, 1.0)
