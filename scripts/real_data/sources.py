@@ -11,7 +11,6 @@ import bz2
 import csv
 import dataclasses
 import email
-import email.message
 import hashlib
 import html
 import io
