@@ -56,6 +56,7 @@ setuptools.setup(
         'tfx[kfp]==1.16.0',
         'dill>=0.3.1.1,<0.3.2',
         'tensorflow-text==2.16.1',
+        'regex',  # components/text_lengths.py (apache-beam requires it too)
     ],
     extras_require={
         'test': ['pytest', 'sentencepiece', 'scikit-learn'],

@@ -1,7 +1,9 @@
 """Quality target: the default model's ROC-AUC versus a TF-IDF baseline.
 
-On one train/eval split in Jigsaw CSV format (`DIR/train/*.csv`,
-`DIR/eval/*.csv`, e.g. from `scripts/fetch_real_data.py`) this
+On every data set under `--data` (one train/eval split in Jigsaw CSV format,
+`DIR/train/*.csv` and `DIR/eval/*.csv`, or a directory of them as
+`scripts/fetch_real_data.py` writes; `--only NAME` picks some), one at a time,
+this
 
 1. trains a scikit-learn baseline on train and scores ROC-AUC on eval:
    TF-IDF of word 1-2-grams plus `char_wb` 2-5-grams (sublinear tf, at most
@@ -12,149 +14,45 @@ On one train/eval split in Jigsaw CSV format (`DIR/train/*.csv`,
    `autostrategy run --data DIR --output OUT/pipeline --json --no-cache`,
    with the default model unless `--cli-arg` says otherwise, and reads the
    AUC that TFMA computed on the eval split from the last stdout line;
-3. prints a table and one JSON report (also written to `OUT/quality.json`)
-   with both AUCs, their difference, times and the exact commands.
+3. prints a table and one JSON report (also written to `OUT/quality.json`,
+   or `OUT/<name>/quality.json` for a directory of data sets) with both AUCs,
+   their difference, times (the Trainer's from the run's summary.json, its
+   `fit` from the epoch records in the run's log) and the exact commands;
+4. writes one Markdown table per data set to `--markdown` (default
+   `OUT/quality.md`). `--report-only` rewrites it from the saved reports
+   without running anything.
 
-Exit codes: 0 when the pipeline's AUC is at least the baseline's, 1 when it is
-lower, 2 when the pipeline run failed or printed no AUC (its last stderr lines
-are in the report).
+Exit codes: 0 when the pipeline's AUC is at least the baseline's on every data
+set, 1 when it is lower on one, 2 when a pipeline run failed or printed no AUC
+(its last stderr lines are in the report).
 
 Usage:
 
   python scripts/fetch_real_data.py --output /tmp/real
-  python bench/quality.py --data /tmp/real [--epochs N] [--output OUT]
+  python bench/quality.py --data /tmp/real [--only NAME] [--epochs N]
+      [--output OUT]
 """
 
 import argparse
-import glob
 import json
 import os
 import shlex
 import subprocess
 import sys
 import time
-from typing import Any, Dict, List, Optional, Sequence, Tuple
-
-import numpy as np
-import pandas as pd
-from sklearn import metrics
-from sklearn.feature_extraction.text import TfidfVectorizer
-from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import StratifiedKFold
-from sklearn.pipeline import FeatureUnion
+from typing import Any, Dict, List, Optional, Sequence
 
 from tfx_autostrategy import tf_env
 from tfx_autostrategy.pipeline import atomic_io
 
-TEXT_COLUMN = 'comment_text'
-LABEL_COLUMN = 'toxic'
-C_GRID = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)
-CV_FOLDS = 3
-SEED = 0
-
-
-def read_split(data: str, split: str) -> pd.DataFrame:
-  """Reads every CSV of one split; empty text stays the empty string.
-
-  Raises:
-    FileNotFoundError: if the split has no CSV files.
-  """
-  paths = sorted(glob.glob(os.path.join(data, split, '*.csv')))
-  if not paths:
-    raise FileNotFoundError(f'no CSV files in {os.path.join(data, split)}')
-  # dtype=str and no NA parsing: a comment reading "NA" or "null" is text.
-  frames = [pd.read_csv(path, dtype=str, keep_default_na=False)
-            for path in paths]
-  frame = pd.concat(frames, ignore_index=True)
-  frame[LABEL_COLUMN] = frame[LABEL_COLUMN].astype(int)
-  return frame
-
-
-def make_vectorizer(max_word_features: int,
-                    max_char_features: int) -> FeatureUnion:
-  """TF-IDF of word 1-2-grams and within-word character 2-5-grams."""
-  return FeatureUnion([
-      ('words', TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True,
-                                min_df=2, max_features=max_word_features)),
-      ('chars', TfidfVectorizer(analyzer='char_wb', ngram_range=(2, 5),
-                                sublinear_tf=True, min_df=2,
-                                max_features=max_char_features)),
-  ])
-
-
-def _classifier(c: float) -> LogisticRegression:
-  return LogisticRegression(C=c, solver='liblinear', max_iter=1000,
-                            random_state=SEED)
-
-
-def choose_c(features, labels: np.ndarray) -> Tuple[float, Dict[str, float]]:
-  """Picks C by cross-validated ROC-AUC on the training split alone.
-
-  The eval split must not choose the baseline's settings, or the baseline
-  would be tuned on the data it is scored on.
-
-  Returns:
-    The best C and the mean CV AUC of every C tried.
-  """
-  folds = list(StratifiedKFold(CV_FOLDS, shuffle=True, random_state=SEED)
-               .split(features, labels))
-  scores = {}
-  for c in C_GRID:
-    fold_aucs = []
-    for train_index, test_index in folds:
-      model = _classifier(c).fit(features[train_index], labels[train_index])
-      fold_aucs.append(metrics.roc_auc_score(
-          labels[test_index],
-          model.predict_proba(features[test_index])[:, 1]))
-    scores[str(c)] = round(float(np.mean(fold_aucs)), 4)
-  best = max(C_GRID, key=lambda c: scores[str(c)])
-  return best, scores
-
-
-def run_baseline(train: pd.DataFrame, evaluation: pd.DataFrame,
-                 c: Optional[float], max_word_features: int,
-                 max_char_features: int) -> Dict[str, Any]:
-  """Trains the TF-IDF + logistic regression baseline and scores eval.
-
-  Args:
-    train: training rows.
-    evaluation: eval rows.
-    c: inverse regularisation strength; None picks it by CV on train.
-    max_word_features: cap on word n-gram terms.
-    max_char_features: cap on character n-gram terms.
-
-  Returns:
-    The eval AUC, the C used, the CV scores, the feature count and the
-    seconds spent selecting C and fitting the final model.
-  """
-  labels = train[LABEL_COLUMN].to_numpy()
-  start = time.perf_counter()
-  vectorizer = make_vectorizer(max_word_features, max_char_features)
-  features = vectorizer.fit_transform(train[TEXT_COLUMN])
-  featurize_seconds = time.perf_counter() - start
-
-  cv_scores: Dict[str, float] = {}
-  select_start = time.perf_counter()
-  if c is None:
-    c, cv_scores = choose_c(features, labels)
-  select_seconds = time.perf_counter() - select_start
-
-  fit_start = time.perf_counter()
-  model = _classifier(c).fit(features, labels)
-  fit_seconds = time.perf_counter() - fit_start
-  probabilities = model.predict_proba(
-      vectorizer.transform(evaluation[TEXT_COLUMN]))[:, 1]
-  return {
-      'auc': round(float(metrics.roc_auc_score(
-          evaluation[LABEL_COLUMN], probabilities)), 4),
-      'c': c,
-      'cv_auc_by_c': cv_scores,
-      'features': int(features.shape[1]),
-      # Vectorising plus fitting the final model: what "training" costs once
-      # the settings are known, comparable with the pipeline's Trainer.
-      'train_seconds': round(featurize_seconds + fit_seconds, 1),
-      'c_selection_seconds': round(select_seconds, 1),
-  }
+# `python bench/quality.py` puts bench/ first on sys.path, not the checkout;
+# `python -m bench.quality` and the tests import the package.
+try:
+  from bench import quality_baseline
+  from bench import quality_tables
+except ImportError:
+  import quality_baseline  # pylint: disable=g-import-not-at-top
+  import quality_tables  # pylint: disable=g-import-not-at-top
 
 
 def pipeline_command(autostrategy: str, data: str, output: str,
@@ -214,7 +112,8 @@ def format_table(report: Dict[str, Any]) -> str:
           ('TF-IDF + LR (sklearn)', cell(report['baseline']['auc'], '.4f'),
            cell(report['baseline']['train_seconds'], '.1f'), '-'),
           ('pipeline (autostrategy)', cell(report['pipeline']['auc'], '.4f'),
-           '-', cell(report['pipeline']['wall_seconds'], '.1f'))]
+           cell(report['pipeline'].get('trainer_seconds'), '.1f'),
+           cell(report['pipeline']['wall_seconds'], '.1f'))]
   widths = [max(len(row[i]) for row in rows) for i in range(4)]
   lines = ['  '.join(value.ljust(width) for value, width in zip(row, widths))
            for row in rows]
@@ -223,12 +122,82 @@ def format_table(report: Dict[str, Any]) -> str:
   return '\n'.join(lines)
 
 
+def add_details(report: Dict[str, Any], data: str, output: str) -> None:
+  """Adds the data set's description and the Trainer's times, if known."""
+  report.setdefault('dataset', quality_tables.read_json(
+      os.path.join(data, 'dataset.json')))
+  pipeline_output = os.path.join(output, 'pipeline')
+  if report['pipeline'].get('trainer_seconds') is None:
+    report['pipeline']['trainer_seconds'] = quality_tables.trainer_seconds(
+        pipeline_output)
+  if report['pipeline'].get('fit_seconds') is None:
+    report['pipeline']['fit_seconds'] = quality_tables.read_fit_seconds(
+        pipeline_output)
+
+
+def run_data_set(data: str, output: str,
+                 args: argparse.Namespace) -> Dict[str, Any]:
+  """Runs the baseline and the pipeline on one data set; writes its report."""
+  train = quality_baseline.read_split(data, 'train')
+  evaluation = quality_baseline.read_split(data, 'eval')
+  label = quality_baseline.LABEL_COLUMN
+  report: Dict[str, Any] = {
+      'data': {
+          'path': os.path.abspath(data),
+          'train_rows': len(train),
+          'eval_rows': len(evaluation),
+          'train_positive_rate': round(float(train[label].mean()), 4),
+          'eval_positive_rate': round(float(evaluation[label].mean()), 4),
+      },
+      'bench_command': shlex.join([sys.executable] + sys.argv),
+  }
+  report['baseline'] = quality_baseline.run_baseline(
+      train, evaluation, args.baseline_c, args.max_word_features,
+      args.max_char_features)
+  command = pipeline_command(
+      args.autostrategy, os.path.abspath(data),
+      os.path.abspath(os.path.join(output, 'pipeline')), args.epochs,
+      args.cli_arg)
+  report['pipeline_command'] = ' '.join(
+      [*(f'{k}={v}' for k, v in tf_env.KERAS_ENV.items()), shlex.join(command)])
+  if args.skip_pipeline:
+    report['pipeline'] = {'auc': None, 'wall_seconds': None, 'skipped': True}
+  else:
+    report['pipeline'] = run_pipeline(command, args.timeout)
+  ours, baseline = report['pipeline']['auc'], report['baseline']['auc']
+  report['difference'] = (None if ours is None
+                          else round(ours - baseline, 4))
+  report['passed'] = (None if args.skip_pipeline
+                      else ours is not None and ours >= baseline)
+  add_details(report, data, output)
+  os.makedirs(output, exist_ok=True)
+  atomic_io.write_text(os.path.join(output, 'quality.json'),
+                       json.dumps(report, indent=2, sort_keys=True) + '\n')
+  return report
+
+
+def exit_code(reports: Sequence[Dict[str, Any]]) -> int:
+  """0 if ours >= baseline everywhere (or skipped), 2 if a run gave no AUC."""
+  ran = [r for r in reports if not r['pipeline'].get('skipped')]
+  if any(r['pipeline']['auc'] is None for r in ran):
+    return 2
+  return 0 if all(r['passed'] for r in ran) else 1
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
   parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   parser.add_argument('--data', required=True,
-                      help='directory with train/*.csv and eval/*.csv')
+                      help='a directory with train/*.csv and eval/*.csv, or '
+                      'one holding such directories (one per data set)')
+  parser.add_argument('--only', action='append', default=[],
+                      help='run only this data set (repeatable)')
   parser.add_argument('--output', default='bench/results/quality',
-                      help='where the pipeline run and quality.json go')
+                      help='where the pipeline runs and quality.json go')
+  parser.add_argument('--markdown', default='',
+                      help='the Markdown tables (default: OUT/quality.md)')
+  parser.add_argument('--report-only', action='store_true',
+                      help='rewrite the tables from the saved quality.json '
+                      'files; run nothing')
   parser.add_argument('--epochs', type=int, default=None,
                       help="passed to the CLI (default: the pipeline's)")
   parser.add_argument('--cli-arg', action='append', default=[],
@@ -247,50 +216,40 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                       help='only the baseline (exit 0)')
   args = parser.parse_args(argv)
 
-  train = read_split(args.data, 'train')
-  evaluation = read_split(args.data, 'eval')
-  report: Dict[str, Any] = {
-      'data': {
-          'path': os.path.abspath(args.data),
-          'train_rows': len(train),
-          'eval_rows': len(evaluation),
-          'train_positive_rate': round(float(train[LABEL_COLUMN].mean()), 4),
-          'eval_positive_rate': round(float(evaluation[LABEL_COLUMN].mean()),
-                                      4),
-      },
-      'bench_command': shlex.join([sys.executable] + sys.argv),
-  }
-  report['baseline'] = run_baseline(train, evaluation, args.baseline_c,
-                                    args.max_word_features,
-                                    args.max_char_features)
-  command = pipeline_command(
-      args.autostrategy, os.path.abspath(args.data),
-      os.path.abspath(os.path.join(args.output, 'pipeline')), args.epochs,
-      args.cli_arg)
-  report['pipeline_command'] = ' '.join(
-      [*(f'{k}={v}' for k, v in tf_env.KERAS_ENV.items()), shlex.join(command)])
-  if args.skip_pipeline:
-    report['pipeline'] = {'auc': None, 'wall_seconds': None, 'skipped': True}
-  else:
-    report['pipeline'] = run_pipeline(command, args.timeout)
-  ours, baseline = report['pipeline']['auc'], report['baseline']['auc']
-  report['difference'] = (None if ours is None
-                          else round(ours - baseline, 4))
-  report['passed'] = (None if args.skip_pipeline
-                      else ours is not None and ours >= baseline)
-
-  os.makedirs(args.output, exist_ok=True)
-  atomic_io.write_text(os.path.join(args.output, 'quality.json'),
-                       json.dumps(report, indent=2, sort_keys=True) + '\n')
-  print(format_table(report))
-  print(json.dumps(report, sort_keys=True))
-  if args.skip_pipeline:
-    return 0
-  if ours is None:
-    print('error: the pipeline run gave no AUC; see "pipeline.error"',
-          file=sys.stderr)
+  try:
+    data_sets = quality_tables.discover(args.data, args.only)
+  except FileNotFoundError as error:
+    print(f'error: {error}', file=sys.stderr)
     return 2
-  return 0 if report['passed'] else 1
+  single = quality_tables.is_data_set(args.data)
+  reports = {}
+  for name, data in data_sets:
+    output = args.output if single else os.path.join(args.output, name)
+    if args.report_only:
+      report = quality_tables.read_json(os.path.join(output, 'quality.json'))
+      if report is None:
+        print(f'error: {output}/quality.json: missing or not JSON; run '
+              f'without --report-only first', file=sys.stderr)
+        return 2
+      add_details(report, data, output)
+    else:
+      print(f'== {name}', flush=True)
+      report = run_data_set(data, output, args)
+      print(format_table(report))
+      print(json.dumps(report, sort_keys=True), flush=True)
+    reports[name] = report
+  markdown_path = args.markdown or os.path.join(args.output, 'quality.md')
+  os.makedirs(os.path.dirname(os.path.abspath(markdown_path)), exist_ok=True)
+  atomic_io.write_text(markdown_path, '\n'.join(
+      [quality_tables.summary_table(reports)]
+      + [quality_tables.markdown(name, report)
+         for name, report in reports.items()]))
+  print(f'wrote {markdown_path}')
+  code = exit_code(list(reports.values()))
+  if code == 2:
+    print('error: a pipeline run gave no AUC; see "pipeline.error"',
+          file=sys.stderr)
+  return code
 
 
 if __name__ == '__main__':

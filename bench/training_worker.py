@@ -12,7 +12,7 @@
 Variants, all in this one process so that their ratios share the machine's
 state (the rounds alternate between them):
 
-* `trainer`: what `run_fn` does — `accelerator.resolve`, the FnArgs TFX
+* `trainer`: what `run_fn` does — `distribution_plan.resolve`, the FnArgs TFX
   builds (`fn_args_utils.get_common_fn_args`, so the same `data_accessor`),
   `input_pipeline.input_dataset` over the transformed TFRecords (decoded
   examples cached in memory when `cache_plan` says the split fits, as
@@ -49,9 +49,9 @@ VARIANTS = ('trainer', 'memory', 'streamed', 'predict', 'input')
 
 def _configure_devices(cpu_replicas: int) -> None:
   tf_env.set_keras_flavour()
-  from tfx_autostrategy.components import accelerator  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.components import cpu_replicas as cpu_replicas_lib  # pylint: disable=g-import-not-at-top
   if cpu_replicas:
-    accelerator.configure_cpu_replicas(cpu_replicas)
+    cpu_replicas_lib.configure_cpu_replicas(cpu_replicas)
 
 
 def fn_args_for(examples_uri: str, transform_graph_uri: str):
@@ -177,7 +177,7 @@ def main(argv=None) -> int:
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   import tensorflow_transform as tft  # pylint: disable=g-import-not-at-top
   from bench import common  # pylint: disable=g-import-not-at-top
-  from tfx_autostrategy.components import accelerator  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.components import distribution_plan  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.components import models  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.components import settings as settings_lib  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.components.trainer import input_pipeline  # pylint: disable=g-import-not-at-top
@@ -186,7 +186,7 @@ def main(argv=None) -> int:
       model=args.model, per_replica_batch_size=args.per_replica_batch_size)
   text_settings = settings_lib.TextSettings()
   # As in run_fn.
-  strategy, plan, _ = accelerator.resolve(
+  strategy, plan, _ = distribution_plan.resolve(
       trainer_settings.accelerator, trainer_settings.per_replica_batch_size,
       precision=trainer_settings.precision,
       steps_per_execution=trainer_settings.steps_per_execution)
@@ -204,7 +204,7 @@ def main(argv=None) -> int:
   # As run_fn: the learning-rate schedule spans the training steps.
   compile_kwargs = {'decay_steps': steps * args.rounds}
 
-  accelerator.apply_precision(plan.precision)
+  distribution_plan.apply_precision(plan.precision)
   datasets, fitted = {}, {}
   # As run_fn: a shuffle buffer that covers the split, and the split cached
   # when it fits the default budget.
@@ -274,7 +274,7 @@ def main(argv=None) -> int:
         next(iterator)
       input_rates.append(input_batches * batch /
                          max(time.perf_counter() - begin, 1e-9))
-  accelerator.apply_precision('float32')
+  distribution_plan.apply_precision('float32')
 
   result = {
       'model': args.model,

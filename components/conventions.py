@@ -11,6 +11,9 @@ and the compiler read them before TFX is loaded.
   Trainer's label check and the one-class checks use them).
 - The Evaluator's default AUC threshold and the default pipeline name, shared
   by the local run and the compiled pipelines.
+- The Trainer's epoch-end log record, which the CLI turns into a progress
+  line (`pipeline/progress_log.py`); spelled here because the Trainer must
+  not import `pipeline/` (its import closure keys its cache).
 """
 
 from typing import Dict
@@ -29,6 +32,10 @@ LABELS = (0, 1)
 
 DEFAULT_AUC_THRESHOLD = 0.6
 DEFAULT_PIPELINE_NAME = 'autostrategy'
+
+# The Trainer's epoch-end log record (`callbacks.EpochLog`): epoch, epochs and
+# the epoch's values as JSON.
+EPOCH_FINISHED_MESSAGE = 'autostrategy: epoch %d/%d finished %s'
 
 
 def input_patterns(presplit: bool) -> Dict[str, str]:

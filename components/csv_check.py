@@ -69,6 +69,7 @@ from tfx_autostrategy.components import csv_layout
 from tfx_autostrategy.components import csv_report
 from tfx_autostrategy.components import csv_scanner
 from tfx_autostrategy.components import settings
+from tfx_autostrategy.components import text_lengths
 
 _DEFAULTS = settings.TextSettings()
 
@@ -90,7 +91,8 @@ def check_csv_dir(data_root: str,
                   allowed_labels: Sequence[int] = conventions.LABELS,
                   encoding_errors: str = 'strict',
                   id_column: str = _DEFAULTS.id_column,
-                  lang_column: str = _DEFAULTS.slice_column
+                  lang_column: str = _DEFAULTS.slice_column,
+                  lengths: Optional[text_lengths.LengthCounter] = None
                   ) -> csv_report.CsvReport:
   """Checks the CSV files under `data_root` before the pipeline reads them.
 
@@ -103,6 +105,9 @@ def check_csv_dir(data_root: str,
       affected rows and warns (see the module docstring).
     id_column: column with the row id ('' if none); only its type is checked.
     lang_column: optional language column, reported as `has_lang`.
+    lengths: if given, counts the id lengths of the training texts (all rows
+      of the 'single' layout, train/ of the 'presplit' one) in the same pass,
+      for `--sequence-length auto` and `--char-ngram-length auto`.
 
   Returns:
     A `CsvReport` of the valid input.
@@ -138,7 +143,8 @@ def check_csv_dir(data_root: str,
           raise csv_layout.CsvDataError(
               f'{path}:1: header {file_columns} differs from the header of '
               f'{header_file}: {columns}')
-        scanner.scan(path, handle, stats[split])
+        scanner.scan(path, handle, stats[split],
+                     None if split == conventions.EVAL_SPLIT else lengths)
 
   # Dicts keep insertion order, so the first entry is the first bad row read.
   bad: Dict[str, List] = {}

@@ -10,9 +10,10 @@ record of a file and counts what the report needs into a `SplitStats`.
 import collections
 import csv
 import dataclasses
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 from tfx_autostrategy.components import csv_layout
+from tfx_autostrategy.components import text_lengths
 
 # Type levels of CsvExampleGen's column type inference (tfx_bsl csv_decoder):
 # a column takes the highest level any of its values has.
@@ -79,12 +80,19 @@ class FileScanner:
     self._strict = encoding_errors == 'strict'
     self._feeder = _Feeder()
     self._reader = csv.reader(self._feeder)
+    self._lengths: Optional[text_lengths.LengthCounter] = None
 
   def _describe_fields(self) -> str:
     return f'{self._num_fields} fields ({", ".join(self._columns)})'
 
-  def scan(self, path: str, handle, stats: SplitStats) -> None:
-    """Reads records after the header from `handle`, updating `stats`."""
+  def scan(self, path: str, handle, stats: SplitStats,
+           lengths: Optional[text_lengths.LengthCounter] = None) -> None:
+    """Reads records after the header from `handle`, updating `stats`.
+
+    Each record's text goes to `lengths` too, if given (the training texts
+    whose id counts pick `auto` lengths).
+    """
+    self._lengths = lengths
     offset = handle.tell()
     line_number = 1
     pending: List[str] = []
@@ -173,6 +181,8 @@ class FileScanner:
     stats.labels[label] += 1
     if not fields[self._text_index].strip():
       stats.empty_text += 1
+    if self._lengths is not None:
+      self._lengths.add(fields[self._text_index])
     if invalid_utf8:
       stats.invalid_utf8_rows += 1
     if self._id_index >= 0:

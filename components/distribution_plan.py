@@ -1,17 +1,23 @@
 """The distribution plan: batch, precision, steps per execution, XLA, backups.
 
 `plan_for` turns what `devices.detect` found and the strategy built for it
-into the numbers the Trainer uses, with each device kind's defaults and the
-TPU batch rounding; `apply_precision` sets the Keras policy the plan names,
-and `format_plan` prints it for `autostrategy detect`.
+(`strategies.strategy_for`) into the numbers the Trainer uses, with each
+device kind's defaults and the TPU batch rounding; `resolve` runs the three
+steps in one call (the Trainer, `autostrategy detect`). `apply_precision`
+sets the Keras policy the plan names, and `format_plan` prints it for
+`autostrategy detect`.
+
+Nothing here reads the environment at import time, and TensorFlow is
+imported inside the functions that need it, so importing this module is cheap.
 """
 
 import dataclasses
 import logging
-from typing import Any, Dict, Tuple
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 
 from tfx_autostrategy.components import devices
 from tfx_autostrategy.components import settings
+from tfx_autostrategy.components import strategies
 
 AcceleratorInfo = devices.AcceleratorInfo
 
@@ -214,6 +220,52 @@ def plan_for(info: AcceleratorInfo, strategy: Any, per_replica_batch_size: int,
       num_workers=info.num_workers,
       devices=tuple(info.devices),
       reason=info.reason)
+
+
+def resolve(accelerator: str = 'auto', per_replica_batch_size: int = 32, *,
+            precision: str = '', steps_per_execution: int = 0,
+            jit_compile: str = 'auto', backup_every_steps: int = -1,
+            tpu: str = '',
+            environ: Optional[Mapping[str, str]] = None,
+            tpu_resolver_factory: Optional[Callable[..., Any]] = None,
+            list_devices: Optional[Callable[[], Sequence[str]]] = None,
+            dev_dir: str = '/dev',
+            tpu_initializer: Optional[Callable[[Any], Any]] = None,
+            strategy_factory: Optional[Callable[..., Any]] = None,
+            collective_timeout_seconds: float = (
+                strategies.DEFAULT_COLLECTIVE_TIMEOUT_SECONDS)
+            ) -> Tuple[Any, DistributionPlan, AcceleratorInfo]:
+  """`devices.detect`, `strategies.strategy_for` and `plan_for` in one call.
+
+  Does not apply the precision policy: the caller does (`apply_precision`)
+  right before building the model, and resets it afterwards.
+
+  Args:
+    accelerator, tpu, environ, tpu_resolver_factory, list_devices, dev_dir:
+      see `devices.detect`.
+    per_replica_batch_size, precision, steps_per_execution, jit_compile,
+      backup_every_steps: see `plan_for`.
+    tpu_initializer, strategy_factory, collective_timeout_seconds: see
+      `strategies.strategy_for`.
+
+  Returns:
+    (strategy, plan, info).
+
+  Raises:
+    devices.AcceleratorNotFoundError: see `devices.detect`.
+    ValueError: see `devices.detect` and `plan_for`.
+  """
+  info = devices.detect(accelerator, tpu=tpu, environ=environ,
+                        tpu_resolver_factory=tpu_resolver_factory,
+                        list_devices=list_devices, dev_dir=dev_dir)
+  strategy = strategies.strategy_for(
+      info, tpu_initializer=tpu_initializer, strategy_factory=strategy_factory,
+      collective_timeout_seconds=collective_timeout_seconds)
+  plan = plan_for(info, strategy, per_replica_batch_size, precision=precision,
+                  steps_per_execution=steps_per_execution,
+                  jit_compile=jit_compile,
+                  backup_every_steps=backup_every_steps)
+  return strategy, plan, info
 
 
 def apply_precision(policy: str) -> None:

@@ -32,7 +32,9 @@ import dataclasses
 import logging
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from tfx_autostrategy.components import accelerator
+from tfx_autostrategy.components import devices as devices_lib
+from tfx_autostrategy.components import distribution_plan
+from tfx_autostrategy.components import strategies
 
 # Cloud TPU VM runtimes set this; `detect` reads it as a TPU VM probe.
 _TPU_VM_VARIABLE = 'TPU_ACCELERATOR_TYPE'
@@ -97,7 +99,7 @@ def _cpu_devices(count: int) -> List[str]:
 
 
 class StandInStrategies:
-  """`strategy_factory` for `accelerator.strategy_for` that builds stand-ins.
+  """`strategy_factory` for `strategies.strategy_for` that builds stand-ins.
 
   Records the class and arguments the machine would build (`intended`), and
   builds the nearest class that exists on this CPU.
@@ -211,12 +213,12 @@ def stand_in_notes(shape: MachineShape) -> List[str]:
 def resolve(shape: MachineShape, per_replica_batch_size: int, *,
             precision: str = '', steps_per_execution: int = 0,
             jit_compile: str = 'auto', backup_every_steps: int = -1
-           ) -> Tuple[Any, 'accelerator.DistributionPlan',
-                      'accelerator.AcceleratorInfo', StandInStrategies]:
-  """`accelerator.resolve` as it runs on `shape`, with stand-ins.
+           ) -> Tuple[Any, distribution_plan.DistributionPlan,
+                      devices_lib.AcceleratorInfo, StandInStrategies]:
+  """`distribution_plan.resolve` as it runs on `shape`, with stand-ins.
 
   The current process must have `shape.replicas_per_worker` logical CPU
-  devices (`accelerator.configure_cpu_replicas`), and for several workers
+  devices (`cpu_replicas.configure_cpu_replicas`), and for several workers
   the CLUSTER_SPEC or TF_CONFIG of its task.
 
   Returns:
@@ -227,7 +229,7 @@ def resolve(shape: MachineShape, per_replica_batch_size: int, *,
   import os  # pylint: disable=g-import-not-at-top
   stand_ins = StandInStrategies(shape)
   environ = {**os.environ, **environ_for(shape)}
-  info = accelerator.detect(
+  info = devices_lib.detect(
       shape.kind, environ=environ, list_devices=lambda: devices_for(shape),
       tpu_resolver_factory=lambda **_: StandInTPUResolver(
           shape.accelerators_per_worker),
@@ -238,11 +240,11 @@ def resolve(shape: MachineShape, per_replica_batch_size: int, *,
         reason=info.reason.replace(
             'compute capability None',
             f'compute capability {shape.compute_capability}'))
-  strategy = accelerator.strategy_for(
+  strategy = strategies.strategy_for(
       info, tpu_initializer=lambda resolver: None,
       strategy_factory=stand_ins)
   intended = stand_ins.intended[0]
-  plan = accelerator.plan_for(
+  plan = distribution_plan.plan_for(
       info, strategy, per_replica_batch_size, precision=precision,
       steps_per_execution=steps_per_execution, jit_compile=jit_compile,
       backup_every_steps=backup_every_steps,

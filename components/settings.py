@@ -100,7 +100,7 @@ class TrainerSettings:
       off on CPU), 'on' or 'off' (impossible on TPU).
     backup_every_steps: BackupAndRestore also saves every this many steps;
       0 = at epoch ends only; -1 = device default (every
-      accelerator.TPU_BACKUP_EVERY_STEPS steps on TPU, which gets no
+      distribution_plan.TPU_BACKUP_EVERY_STEPS steps on TPU, which gets no
       preemption notice; epoch ends elsewhere).
   """
   model: str = 'bow'

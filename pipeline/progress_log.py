@@ -3,8 +3,8 @@
 The console shows one line per component as it starts and finishes and one
 per finished training epoch; LocalDagRunner says the former only in its log
 ('Component X is running.' / '... is finished.') and the Trainer logs the
-latter (`EPOCH_FINISHED_MESSAGE`), so a logging handler turns those records
-into calls.
+latter (`conventions.EPOCH_FINISHED_MESSAGE`), so a logging handler turns
+those records into calls.
 """
 
 import json
@@ -12,9 +12,8 @@ import logging
 import time
 from typing import Callable, Dict, Optional
 
-# The Trainer's epoch-end log record (trainer_module.EpochLog): epoch, epochs
-# and the epoch's values as JSON.
-EPOCH_FINISHED_MESSAGE = 'autostrategy: epoch %d/%d finished %s'
+from tfx_autostrategy.components import conventions
+
 # LocalDagRunner's records around each component (tfx/orchestration/local/
 # local_dag_runner.py logs them with the node id as the one argument).
 COMPONENT_RUNNING = 'Component %s is running.'
@@ -38,7 +37,7 @@ class ProgressHandler(logging.Handler):
     self._started: Dict[str, float] = {}
 
   def emit(self, record: logging.LogRecord) -> None:
-    if record.msg == EPOCH_FINISHED_MESSAGE:
+    if record.msg == conventions.EPOCH_FINISHED_MESSAGE:
       if self._on_epoch:
         epoch, epochs, values = record.args
         self._on_epoch(epoch, epochs, json.loads(values))

@@ -85,6 +85,15 @@ def render(facts: Dict[str, Any]) -> str:
                ', '.join(f'<code>--{_e(k.replace("_", "-"))} '
                          f'{_e(settings.get(k))}</code>' for k in changed)
                or 'none'))
+  lengths = summary.get('text_lengths') or {}
+  if lengths:
+    rows.append(('fixed lengths', ', '.join(
+        f'<code>{_e(field)}</code> {_e(value.get("length"))}' + (
+            f' (auto: 95th percentile {_e(value.get("percentile"))}, '
+            f'truncates {_e(round(100 * value.get("truncated_share", 0), 1))}'
+            f' % of {_e(value.get("texts"))} texts)' if value.get('auto')
+            else ' (given)')
+        for field, value in sorted(lengths.items()))))
   parts.append(_table(('', ''), rows))
   components = facts['components']
   if components:

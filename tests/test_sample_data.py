@@ -9,6 +9,7 @@ import time
 import pytest
 
 from tfx_autostrategy import sample_data
+from tfx_autostrategy import sample_text
 
 BUNDLED_SAMPLE = os.path.join(os.path.dirname(sample_data.__file__), 'sample',
                               sample_data.FILE_NAME)
@@ -74,8 +75,8 @@ def test_positive_rate(rows):
 
 def test_all_languages_present(rows):
   counts = collections.Counter(row['lang'] for row in rows)
-  assert set(counts) == set(sample_data.LANGUAGES)
-  assert set(sample_data.LANGUAGES) >= {'en', 'es', 'it', 'tr', 'ru', 'fr',
+  assert set(counts) == set(sample_text.LANGUAGES)
+  assert set(sample_text.LANGUAGES) >= {'en', 'es', 'it', 'tr', 'ru', 'fr',
                                         'pt', 'de'}
   # English is the largest language, as in Jigsaw.
   assert counts.most_common(1)[0][0] == 'en'

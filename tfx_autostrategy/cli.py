@@ -1,7 +1,9 @@
 """`autostrategy`: the argument parser and the commands it dispatches to.
 
 Only the parser and the short commands live here; `autostrategy run` is
-`run_command.run` (with `run_preflight`, `console`, `run_outcome`), and the
+`run_command.run` (with `run_preflight`, `console`, `run_outcome`),
+`autostrategy compile` is `compile_command.run` (its options in
+`compile_command_parser`), and the
 exit codes and how failures are told are in `failures` (also in the README).
 Building the parser imports no TFX, TensorFlow or benchmark code.
 """
@@ -12,6 +14,7 @@ import os
 import sys
 from typing import Optional, Sequence
 
+from tfx_autostrategy import compile_command_parser
 from tfx_autostrategy import data_options
 from tfx_autostrategy.failures import EXIT_BAD_INPUT
 from tfx_autostrategy.failures import EXIT_FAILED
@@ -100,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
       'detect', help='show the strategy the Trainer would use here')
   detect.add_argument('--json', action='store_true')
   _add_training_options(detect)
-  _add_compile_parser(commands)
+  compile_command_parser.add_parser(commands)
   rehearse = commands.add_parser(
       'rehearse', help='train, export and serve as a Trainer machine '
       '(GPU, TPU, several workers) would, on this CPU with stand-ins')
@@ -111,77 +114,6 @@ def build_parser() -> argparse.ArgumentParser:
   commands.add_parser(
       'bench', help='not installed: run `make bench` in a checkout')
   return parser
-
-
-def _add_compile_parser(commands) -> None:
-  """`autostrategy compile`: options of kubeflow/compiler.CompileOptions."""
-  from tfx_autostrategy.components import settings  # pylint: disable=g-import-not-at-top
-  from tfx_autostrategy.kubeflow import compiler  # pylint: disable=g-import-not-at-top
-  from tfx_autostrategy.kubeflow import worker_pools  # pylint: disable=g-import-not-at-top
-  trainer_defaults = settings.TrainerSettings()
-  compile_ = commands.add_parser(
-      'compile', help='compile the pipeline for Kubeflow Pipelines or Vertex '
-      'AI Pipelines (pipeline job JSON; .yaml writes the KFP package)')
-  compile_.add_argument('--target', required=True,
-                        choices=compiler.TARGETS)
-  compile_.add_argument('--output', default='pipeline.json',
-                        help='file to write (build output: do not commit)')
-  compile_.add_argument('--pipeline-root', required=True,
-                        help='remote artifact root, e.g. gs://bucket/root')
-  compile_.add_argument('--image', required=True,
-                        help='container image built from kubeflow/Dockerfile')
-  compile_.add_argument('--data', required=True,
-                        help='remote directory of CSV files, e.g. gs://...')
-  compile_.add_argument('--trainer-image', default='',
-                        help="the Trainer's image (default: --image), e.g. "
-                        'a TF_VARIANT=gpu or tpu build')
-  compile_.add_argument('--accelerator', default='cpu',
-                        help='Trainer machine: ' +
-                        ', '.join(worker_pools.ACCELERATORS))
-  compile_.add_argument('--workers', type=int, default=1,
-                        help='machines training together, chief included '
-                        '(--target vertex, not TPUs)')
-  compile_.add_argument('--project', default='',
-                        help='Google Cloud project (vertex, dataflow)')
-  compile_.add_argument('--region', default='',
-                        help='Google Cloud region (vertex, dataflow)')
-  compile_.add_argument('--beam-runner', default='direct',
-                        choices=compiler.BEAM_RUNNERS)
-  compile_.add_argument('--pipeline-name',
-                        default=compiler.DEFAULT_PIPELINE_NAME,
-                        help='[a-z0-9-], at most 128 characters')
-  data_options.add_arguments(compile_)
-  compile_.add_argument('--id-type', choices=compiler.ID_TYPES,
-                        default=compiler.ID_TYPES[0],
-                        help="the id column's values: int if every id is an "
-                        'integer (the local run reads this from the data)')
-  compile_.add_argument('--schema', default='',
-                        help='a local schema.pbtxt compiled into the pipeline '
-                        'as it is (default: the curated schema with the '
-                        'column options above)')
-  compile_.add_argument('--serving-model-dir', default='',
-                        help="Pusher's destination (default: under the root)")
-  compile_.add_argument('--presplit', action='store_true',
-                        help='--data has train/ and eval/ subdirectories')
-  compile_.add_argument('--service-account', default='',
-                        help='service account of the Vertex AI training job')
-  compile_.add_argument('--model', choices=settings.MODELS,
-                        default=trainer_defaults.model)
-  compile_.add_argument('--epochs', type=int, default=trainer_defaults.epochs)
-  compile_.add_argument('--per-replica-batch-size', type=int,
-                        default=trainer_defaults.per_replica_batch_size)
-  compile_.add_argument('--no-cache', action='store_true',
-                        help='re-run every component')
-  compile_.add_argument('--spot', action='store_true',
-                        help='--target vertex: train on Spot VMs (cheaper, '
-                        'preemptible; else standard VMs)')
-  compile_.add_argument('--restart-on-worker-restart', action='store_true',
-                        help='--target vertex: restart the whole training '
-                        'job when a worker restarts')
-  compile_.add_argument('--job-timeout', default='',
-                        help='--target vertex: stop the training job after '
-                        "this long: seconds or e.g. 90m, 24h, 7d (default: "
-                        "Vertex AI's, 7 days)")
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -219,60 +151,29 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_detect(args: argparse.Namespace) -> int:
   """`autostrategy detect`."""
-  from tfx_autostrategy.components import accelerator  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.components import devices  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.components import distribution_plan  # pylint: disable=g-import-not-at-top
   try:
-    _, plan, _ = accelerator.resolve(
+    _, plan, _ = distribution_plan.resolve(
         args.accelerator, args.per_replica_batch_size,
         precision=args.precision,
         steps_per_execution=args.steps_per_execution,
         jit_compile=args.jit_compile,
         backup_every_steps=args.backup_every_steps)
-  except (accelerator.AcceleratorNotFoundError, ValueError) as error:
+  except (devices.AcceleratorNotFoundError, ValueError) as error:
     print(f'error: {error}', file=sys.stderr)
     return EXIT_BAD_INPUT
   if args.json:
     print(json.dumps(plan.to_dict(), sort_keys=True))
   else:
-    print(accelerator.format_plan(plan))
+    print(distribution_plan.format_plan(plan))
   return EXIT_OK
 
 
 def cmd_compile(args: argparse.Namespace) -> int:
-  """`autostrategy compile`."""
-  from tfx_autostrategy.components import settings  # pylint: disable=g-import-not-at-top
-  from tfx_autostrategy.kubeflow import compiler  # pylint: disable=g-import-not-at-top
-  from tfx_autostrategy.kubeflow import scheduling  # pylint: disable=g-import-not-at-top
-  try:
-    options = compiler.CompileOptions(
-        target=args.target, image=args.image,
-        pipeline_root=args.pipeline_root, data_root=args.data,
-        accelerator=args.accelerator, trainer_image=args.trainer_image,
-        workers=args.workers,
-        project=args.project, region=args.region,
-        beam_runner=args.beam_runner, pipeline_name=args.pipeline_name,
-        schema_file=args.schema, text=data_options.text_settings(args),
-        id_type=args.id_type,
-        serving_model_dir=args.serving_model_dir, presplit=args.presplit,
-        service_account=args.service_account,
-        trainer=settings.TrainerSettings(
-            model=args.model, epochs=args.epochs,
-            per_replica_batch_size=args.per_replica_batch_size),
-        enable_cache=not args.no_cache, spot=args.spot,
-        restart_on_worker_restart=args.restart_on_worker_restart,
-        job_timeout_seconds=(scheduling.parse_duration(args.job_timeout)
-                             if args.job_timeout else 0))
-    compiler.compile_pipeline(options, args.output)
-  except ValueError as error:
-    print(f'error: {error}', file=sys.stderr)
-    return EXIT_BAD_INPUT
-  except OSError as error:
-    print(f'error: cannot write {args.output}: {error}', file=sys.stderr)
-    return EXIT_FAILED
-  pool = options.worker_pool
-  print(f'wrote {args.output}: target {args.target}, Trainer on '
-        f'{args.workers} x {pool.name} ({pool.machine_type}), Beam '
-        f'{args.beam_runner}')
-  return EXIT_OK
+  """`autostrategy compile`: see `compile_command.run`."""
+  from tfx_autostrategy import compile_command  # pylint: disable=g-import-not-at-top
+  return compile_command.run(args)
 
 
 def cmd_bench(args: argparse.Namespace) -> int:

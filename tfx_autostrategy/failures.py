@@ -21,6 +21,10 @@ EXIT_BAD_INPUT = 2
 EXIT_NOT_BLESSED = 3
 
 
+class RehearsalError(RuntimeError):
+  """`autostrategy rehearse` ran and failed: what would fail on the machine."""
+
+
 def error_text(error: BaseException) -> str:
   """The innermost cause of a failure, without Beam's wrapping.
 

@@ -2,9 +2,9 @@
 
 Usage: python -m tfx_autostrategy.rehearse_worker SPEC_JSON RESULT_JSON
 
-The parent (`tfx_autostrategy.rehearse`) sets the environment this process
-would have on the machine being rehearsed — the logical CPU devices that
-stand in for its GPUs or TPU cores (`AUTOSTRATEGY_CPU_REPLICAS`), and for
+The parent (`tfx_autostrategy.rehearse_cluster`) sets the environment this
+process would have on the machine being rehearsed — the logical CPU devices
+that stand in for its GPUs or TPU cores (`AUTOSTRATEGY_CPU_REPLICAS`), and for
 several workers the CLUSTER_SPEC and TF_CONFIG that Vertex AI writes — and
 SPEC_JSON names the input artifacts (URIs and splits, as MLMD recorded them),
 the output directories and the execution properties. This process runs

@@ -66,6 +66,8 @@ def _run_locked(args: argparse.Namespace, defaults: Mapping[str, Any],
   summary_path = os.path.join(layout.output_dir, 'summary.json')
   print(f'data: {os.path.abspath(checked.data_root)} ({report.layout}, '
         f'{sum(report.rows.values())} rows)', file=out)
+  if checked.lengths.line:
+    print(checked.lengths.line, file=out)
   for warning in report.warnings:
     print(f'warning: {warning}', file=out)
   print(f'output: {layout.output_dir}', file=out)
@@ -75,6 +77,7 @@ def _run_locked(args: argparse.Namespace, defaults: Mapping[str, Any],
   report_keys = dict(data_root=os.path.abspath(checked.data_root),
                      auc_threshold=config.auc_threshold,
                      min_auc_gain=config.min_auc_gain,
+                     text_lengths=checked.lengths.summary,
                      **run_preflight.run_settings(args, defaults))
 
   progress = console.Progress(out)

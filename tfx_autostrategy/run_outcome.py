@@ -167,6 +167,8 @@ def finished(result, config, layout, summary_path: str,
         'model_dir': result.model_dir,
         'output_dir': result.output_dir,
         'report': report_path,
+        'text_lengths': {'sequence_length': config.text.sequence_length,
+                         'char_ngram_length': config.text.char_ngram_length},
     }, sort_keys=True, allow_nan=False), file=out)
   if result.pushed_model:
     return failures.EXIT_OK

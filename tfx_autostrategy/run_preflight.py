@@ -55,6 +55,7 @@ class Checked:
   data_root: str
   report: csv_check.CsvReport
   config: config_lib.PipelineConfig
+  lengths: data_options.Lengths
 
 
 def check(args: argparse.Namespace, lock: contextlib.ExitStack) -> Checked:
@@ -70,12 +71,19 @@ def check(args: argparse.Namespace, lock: contextlib.ExitStack) -> Checked:
     run_lock.RunLockedError: another run holds the output directory.
   """
   data_root = args.data or local_runner.sample_data_dir()
-  text = data_options.text_settings(args)
+  # Options are checked before the data is read; `auto` lengths are
+  # counted in the same pass as the CSV check.
+  text = data_options.text_settings(
+      args, data_options.placeholder_lengths(args))
   trainer = trainer_settings(args)
+  counter = data_options.length_counter(text, args)
   report = csv_check.check_csv_dir(
       data_root, text_column=text.text_column,
       label_column=text.label_column, id_column=text.id_column,
-      lang_column=text.slice_column)
+      lang_column=text.slice_column, lengths=counter)
+  lengths = data_options.resolve_lengths(
+      args, counter, training_only=report.layout == csv_check.PRESPLIT)
+  text = dataclasses.replace(text, **lengths.values)
   # Only a forced CPU run is sure to have --cpu-replicas replicas.
   min_replicas = (args.cpu_replicas if args.accelerator == 'cpu' and
                   args.cpu_replicas else 1)
@@ -92,4 +100,4 @@ def check(args: argparse.Namespace, lock: contextlib.ExitStack) -> Checked:
       min_auc_gain=args.min_auc_gain,
       allow_anomalies=args.allow_anomalies,
       enable_cache=not args.no_cache)
-  return Checked(data_root, report, config)
+  return Checked(data_root, report, config, lengths)

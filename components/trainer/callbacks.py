@@ -15,6 +15,7 @@ from typing import Any
 
 import tensorflow as tf
 
+from tfx_autostrategy.components import conventions
 from tfx_autostrategy.components import distribution_plan
 
 HISTORY_FILE = 'history.json'
@@ -107,8 +108,8 @@ class EpochLog(tf.keras.callbacks.Callback):
     if self._write:
       with tf.io.gfile.GFile(self._history_path, 'w') as f:
         json.dump(history, f)
-    # The CLI parses this record (progress_log.EPOCH_FINISHED_MESSAGE).
-    logging.info('autostrategy: epoch %d/%d finished %s', epoch + 1,
+    # The CLI parses this record (pipeline/progress_log.py).
+    logging.info(conventions.EPOCH_FINISHED_MESSAGE, epoch + 1,
                  self._epochs, json.dumps(history[-1], sort_keys=True))
 
 

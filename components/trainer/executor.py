@@ -23,7 +23,7 @@ from tfx.types import artifact_utils
 from tfx.types import standard_component_specs as std
 from tfx.utils import json_utils
 
-from tfx_autostrategy.components import accelerator
+from tfx_autostrategy.components import cluster
 from tfx_autostrategy.components import conventions
 from tfx_autostrategy.components import settings as settings_lib
 from tfx_autostrategy.components.trainer import spec
@@ -142,7 +142,7 @@ class Executor(trainer_executor.GenericExecutor):
     absl.logging.info('Training model with %s.', trainer_settings)
     run_fn(fn_args)
 
-    if (accelerator.chief_from_environ()
+    if (cluster.chief_from_environ()
         and not fileio.exists(fn_args.serving_model_dir)):
       raise RuntimeError(
           f'run_fn did not export a model to {fn_args.serving_model_dir}')

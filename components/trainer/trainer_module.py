@@ -15,7 +15,7 @@ from typing import Any, Dict, Optional, Tuple
 import tensorflow as tf
 import tensorflow_transform as tft
 
-from tfx_autostrategy.components import accelerator
+from tfx_autostrategy.components import distribution_plan
 from tfx_autostrategy.components import models
 from tfx_autostrategy.components import rehearsal
 from tfx_autostrategy.components import settings as settings_lib
@@ -107,7 +107,7 @@ def warm_start(model: tf.keras.Model, base_model_dir: str) -> None:
   logging.info('autostrategy: warm-started from %s', base_model_dir)
 
 
-def _write_plan(plan: accelerator.DistributionPlan,
+def _write_plan(plan: distribution_plan.DistributionPlan,
                 stand_ins: Optional[rehearsal.StandInStrategies],
                 model_run_dir: str) -> None:
   values = plan.to_dict()
@@ -155,7 +155,7 @@ def run_fn(fn_args) -> None:
         rehearsal.MachineShape.from_dict(custom_config[REHEARSAL_KEY]),
         trainer_settings.per_replica_batch_size, **plan_options)
   else:
-    strategy, plan, info = accelerator.resolve(
+    strategy, plan, info = distribution_plan.resolve(
         trainer_settings.accelerator,
         trainer_settings.per_replica_batch_size, **plan_options)
   logging.info('autostrategy: %s', json.dumps(plan.to_dict(), sort_keys=True))
@@ -204,7 +204,7 @@ def run_fn(fn_args) -> None:
                          jit_compile=jit_compile)
     return model
 
-  accelerator.apply_precision(plan.precision)
+  distribution_plan.apply_precision(plan.precision)
   try:
     if plan.jit_compile and not xla_in_fit:
       rehearsal.check_xla_train_step(
@@ -231,7 +231,7 @@ def run_fn(fn_args) -> None:
               validation_data=eval_dataset, validation_steps=eval_steps,
               callbacks=callbacks, verbose=2)
   finally:
-    accelerator.apply_precision('float32')
+    distribution_plan.apply_precision('float32')
 
   # Every worker saves (collective ops need all of them); only the chief's
   # copy is kept.

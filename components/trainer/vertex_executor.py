@@ -51,7 +51,7 @@ from tfx.utils import name_utils
 
 from tfx_autostrategy.components.trainer import executor
 
-# custom_config keys the Trainer reads here (set by the Kubeflow compiler).
+# custom_config keys the Trainer reads here (set by kubeflow/targets.py).
 ENABLE_VERTEX_KEY = constants.ENABLE_VERTEX_KEY
 VERTEX_REGION_KEY = constants.VERTEX_REGION_KEY
 TRAINING_ARGS_KEY = vertex_trainer_executor.TRAINING_ARGS_KEY

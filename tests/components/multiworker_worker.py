@@ -15,7 +15,8 @@ import logging
 import os
 import sys
 
-from tfx_autostrategy.components import accelerator
+from tfx_autostrategy.components import cpu_replicas as cpu_replicas_lib
+from tfx_autostrategy.components import distribution_plan
 
 PER_REPLICA_BATCH_SIZE = 4
 STEPS_PER_EPOCH = 5
@@ -28,13 +29,13 @@ def main(argv):
   serving_dir = argv[1]
   timeout = float(argv[2]) if len(argv) > 2 else 120.0
   # Before anything else touches TensorFlow devices.
-  cpu_replicas = accelerator.configure_cpu_replicas_from_env()
+  cpu_replicas = cpu_replicas_lib.configure_cpu_replicas_from_env()
   logging.basicConfig(level=logging.INFO, stream=sys.stderr)
   import numpy as np  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.components.trainer import export  # pylint: disable=g-import-not-at-top
 
-  strategy, plan, info = accelerator.resolve(
+  strategy, plan, info = distribution_plan.resolve(
       'auto', PER_REPLICA_BATCH_SIZE, collective_timeout_seconds=timeout)
 
   rng = np.random.default_rng(0)
@@ -49,7 +50,7 @@ def main(argv):
       plan.global_batch_size, drop_remainder=True).repeat().with_options(
           options)
 
-  accelerator.apply_precision(plan.precision)
+  distribution_plan.apply_precision(plan.precision)
   with strategy.scope():
     model = tf.keras.Sequential([
         tf.keras.layers.Dense(1, input_shape=(4,),
@@ -75,9 +76,9 @@ def main(argv):
 
   reconfigure_error = ''
   if cpu_replicas:
-    accelerator.configure_cpu_replicas(cpu_replicas)  # same N: a no-op
+    cpu_replicas_lib.configure_cpu_replicas(cpu_replicas)  # same N: a no-op
     try:
-      accelerator.configure_cpu_replicas(cpu_replicas + 1)
+      cpu_replicas_lib.configure_cpu_replicas(cpu_replicas + 1)
     except RuntimeError as error:
       reconfigure_error = str(error)
 

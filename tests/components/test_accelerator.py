@@ -15,7 +15,11 @@ import sys
 import pytest
 
 from tfx_autostrategy import tf_env
-from tfx_autostrategy.components import accelerator
+from tfx_autostrategy.components import cluster
+from tfx_autostrategy.components import cpu_replicas
+from tfx_autostrategy.components import devices
+from tfx_autostrategy.components import distribution_plan
+from tfx_autostrategy.components import strategies
 from tfx_autostrategy.components.trainer import export
 
 WORKER_SCRIPT = os.path.join(os.path.dirname(__file__), 'multiworker_worker.py')
@@ -33,7 +37,7 @@ def worker_env(**extra):
   """A subprocess environment without this machine's cluster/TPU settings."""
   env = {k: v for k, v in os.environ.items()
          if k not in ('TF_CONFIG', 'CLUSTER_SPEC', 'TPU_NAME', 'TPU_CONFIG',
-                      accelerator.CPU_REPLICAS_ENV)}
+                      cpu_replicas.CPU_REPLICAS_ENV)}
   return tf_env.subprocess_env(env, TF_CPP_MIN_LOG_LEVEL='2', **extra)
 
 
@@ -84,7 +88,7 @@ class Recorder:
 
 
 def test_default_cpu_is_real_default_strategy():
-  strategy, plan, info = accelerator.resolve('auto', 16, environ={},
+  strategy, plan, info = distribution_plan.resolve('auto', 16, environ={},
                                              dev_dir='/nonexistent')
   assert info.kind == 'cpu'
   assert info.is_chief and info.num_workers == 1
@@ -98,30 +102,30 @@ def test_default_cpu_is_real_default_strategy():
       'accelerator', 'strategy', 'num_replicas', 'per_replica_batch_size',
       'global_batch_size', 'precision', 'steps_per_execution', 'is_chief',
       'devices', 'reason'}
-  text = accelerator.format_plan(plan)
+  text = distribution_plan.format_plan(plan)
   assert 'global batch:' in text and 'DefaultStrategy' in text
 
 
 def test_configure_cpu_replicas_after_initialisation_is_a_clear_error():
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   current = len(tf.config.list_logical_devices('CPU'))  # initialises TF
-  accelerator.configure_cpu_replicas(current)  # same N: no-op
+  cpu_replicas.configure_cpu_replicas(current)  # same N: no-op
   with pytest.raises(RuntimeError,
                      match=r'must be called before TensorFlow initialises '
                      r'devices.*before other imports'):
-    accelerator.configure_cpu_replicas(current + 1)
+    cpu_replicas.configure_cpu_replicas(current + 1)
   with pytest.raises(ValueError, match='>= 1'):
-    accelerator.configure_cpu_replicas(0)
+    cpu_replicas.configure_cpu_replicas(0)
 
 
 def test_configure_cpu_replicas_from_env_parses_the_variable():
-  assert accelerator.configure_cpu_replicas_from_env({}) == 0
+  assert cpu_replicas.configure_cpu_replicas_from_env({}) == 0
   with pytest.raises(ValueError, match='AUTOSTRATEGY_CPU_REPLICAS.*four'):
-    accelerator.configure_cpu_replicas_from_env(
-        {accelerator.CPU_REPLICAS_ENV: 'four'})
+    cpu_replicas.configure_cpu_replicas_from_env(
+        {cpu_replicas.CPU_REPLICAS_ENV: 'four'})
   with pytest.raises(ValueError, match='AUTOSTRATEGY_CPU_REPLICAS.*-2'):
-    accelerator.configure_cpu_replicas_from_env(
-        {accelerator.CPU_REPLICAS_ENV: '-2'})
+    cpu_replicas.configure_cpu_replicas_from_env(
+        {cpu_replicas.CPU_REPLICAS_ENV: '-2'})
 
 
 def test_four_logical_cpus_train_under_real_mirrored_strategy(tmp_path):
@@ -129,7 +133,7 @@ def test_four_logical_cpus_train_under_real_mirrored_strategy(tmp_path):
   proc = subprocess.run(
       [sys.executable, WORKER_SCRIPT, serving_dir], capture_output=True,
       text=True, timeout=240, check=False,
-      env=worker_env(**{accelerator.CPU_REPLICAS_ENV: '4'}))
+      env=worker_env(**{cpu_replicas.CPU_REPLICAS_ENV: '4'}))
   assert proc.returncode == 0, proc.stderr[-3000:]
   result = json.loads(proc.stdout.strip().splitlines()[-1])
   plan = result['plan']
@@ -150,18 +154,18 @@ def test_four_logical_cpus_train_under_real_mirrored_strategy(tmp_path):
 
 @pytest.mark.parametrize('requested', ['tpu', 'gpu'])
 def test_requesting_a_missing_accelerator_fails_loudly(requested):
-  with pytest.raises(accelerator.AcceleratorNotFoundError,
+  with pytest.raises(devices.AcceleratorNotFoundError,
                      match=rf"accelerator='{requested}' was requested but "
                      r'.*devices found: \[.*CPU:0'):
-    accelerator.detect(requested, environ={}, dev_dir='/nonexistent')
+    devices.detect(requested, environ={}, dev_dir='/nonexistent')
 
 
 def test_missing_tpu_message_names_the_probes():
   recorder = Recorder(resolver_error='Please provide a TPU Name to connect to.')
-  with pytest.raises(accelerator.AcceleratorNotFoundError,
+  with pytest.raises(devices.AcceleratorNotFoundError,
                      match=r'Please provide a TPU Name.*probes: explicit tpu '
                      r'argument, TPU_NAME'):
-    accelerator.detect('tpu', environ={}, dev_dir='/nonexistent',
+    devices.detect('tpu', environ={}, dev_dir='/nonexistent',
                        tpu_resolver_factory=recorder.resolver_factory,
                        list_devices=cpu_only)
   assert recorder.resolver_calls == [{'tpu': None}]
@@ -169,7 +173,7 @@ def test_missing_tpu_message_names_the_probes():
 
 def test_unknown_accelerator_is_rejected():
   with pytest.raises(ValueError, match=r"one of .*'tpu'.*got 'npu'"):
-    accelerator.detect('npu', environ={}, list_devices=cpu_only)
+    devices.detect('npu', environ={}, list_devices=cpu_only)
 
 
 def test_tpu_branch_with_injected_fakes(caplog):
@@ -179,7 +183,7 @@ def test_tpu_branch_with_injected_fakes(caplog):
                 list_devices=cpu_only, tpu_initializer=recorder.initializer,
                 strategy_factory=recorder.strategy_factory)
   with caplog.at_level(logging.WARNING):
-    strategy, plan, info = accelerator.resolve('auto', 12, **kwargs)
+    strategy, plan, info = distribution_plan.resolve('auto', 12, **kwargs)
   assert recorder.resolver_calls == [{'tpu': 'my-tpu'}]
   assert info.kind == 'tpu' and "TPU_NAME='my-tpu'" in info.reason
   assert strategy.name == 'TPUStrategy'
@@ -192,27 +196,27 @@ def test_tpu_branch_with_injected_fakes(caplog):
       'batch in multiples of 8 (128 per core is ideal)',)
   assert plan.to_dict()['adjustments'] == list(plan.adjustments)
   assert plan.precision == 'mixed_bfloat16'
-  assert plan.steps_per_execution == accelerator.TPU_STEPS_PER_EXECUTION
+  assert plan.steps_per_execution == distribution_plan.TPU_STEPS_PER_EXECUTION
   assert plan.jit_compile is True
-  assert plan.backup_every_steps == accelerator.TPU_BACKUP_EVERY_STEPS
+  assert plan.backup_every_steps == distribution_plan.TPU_BACKUP_EVERY_STEPS
   assert any('per-replica batch 12 rounded up to 16' in r.message
              for r in caplog.records if r.levelno == logging.WARNING)
 
   # A second strategy in the same process must not re-initialise the TPU.
-  accelerator.strategy_for(info, tpu_initializer=recorder.initializer,
+  strategies.strategy_for(info, tpu_initializer=recorder.initializer,
                            strategy_factory=recorder.strategy_factory)
   assert recorder.initialised == ['grpc://10.0.0.7:8470']
   assert len(recorder.strategies) == 2
 
   caplog.clear()
   with caplog.at_level(logging.WARNING):
-    plan = accelerator.plan_for(info, strategy, 16, precision='float32',
+    plan = distribution_plan.plan_for(info, strategy, 16, precision='float32',
                                 steps_per_execution=64)
   assert not [r for r in caplog.records if 'rounded up' in r.message]
   assert (plan.precision, plan.steps_per_execution) == ('float32', 64)
   assert plan.adjustments == ()
   with pytest.raises(ValueError, match='jit_compile=off is impossible on TPU'):
-    accelerator.plan_for(info, strategy, 16, jit_compile='off')
+    distribution_plan.plan_for(info, strategy, 16, jit_compile='off')
 
 
 @pytest.mark.parametrize('environ, device_node, expected_call', [
@@ -231,7 +235,7 @@ def test_tpu_probes(tmp_path, environ, device_node, expected_call):
     (tmp_path / device_node).parent.mkdir(parents=True, exist_ok=True)
     (tmp_path / device_node).touch()
   recorder = Recorder(master=f'grpc://probe-{len(environ)}-{device_node}')
-  info = accelerator.detect(environ=environ, dev_dir=str(tmp_path),
+  info = devices.detect(environ=environ, dev_dir=str(tmp_path),
                             tpu_resolver_factory=recorder.resolver_factory,
                             list_devices=cpu_only)
   assert info.kind == 'tpu'
@@ -242,7 +246,7 @@ def test_vfio_control_node_alone_is_not_a_tpu(tmp_path):
   (tmp_path / 'vfio').mkdir()
   (tmp_path / 'vfio' / 'vfio').touch()
   recorder = Recorder()
-  info = accelerator.detect(environ={}, dev_dir=str(tmp_path),
+  info = devices.detect(environ={}, dev_dir=str(tmp_path),
                             tpu_resolver_factory=recorder.resolver_factory,
                             list_devices=cpu_only)
   assert info.kind == 'cpu' and not recorder.resolver_calls
@@ -250,7 +254,7 @@ def test_vfio_control_node_alone_is_not_a_tpu(tmp_path):
 
 def test_explicit_tpu_argument_wins_over_environment():
   recorder = Recorder()
-  accelerator.detect(tpu='named-tpu', environ={'TPU_NAME': 'other'},
+  devices.detect(tpu='named-tpu', environ={'TPU_NAME': 'other'},
                      tpu_resolver_factory=recorder.resolver_factory,
                      list_devices=cpu_only)
   assert recorder.resolver_calls == [{'tpu': 'named-tpu'}]
@@ -258,7 +262,7 @@ def test_explicit_tpu_argument_wins_over_environment():
 
 def test_resolver_value_error_in_auto_mode_falls_back_with_reason():
   recorder = Recorder(resolver_error='No TPUs with the specified names exist.')
-  info = accelerator.detect(environ={'TPU_NAME': 'gone'},
+  info = devices.detect(environ={'TPU_NAME': 'gone'},
                             dev_dir='/nonexistent',
                             tpu_resolver_factory=recorder.resolver_factory,
                             list_devices=cpu_only)
@@ -271,7 +275,7 @@ def test_tpu_wins_over_multi_worker():
   environ = {'TPU_NAME': 't',
              'TF_CONFIG': json.dumps({'cluster': {'worker': ['a:1', 'b:2']},
                                       'task': {'type': 'worker', 'index': 0}})}
-  info = accelerator.detect(environ=environ,
+  info = devices.detect(environ=environ,
                             tpu_resolver_factory=recorder.resolver_factory,
                             list_devices=cpu_only)
   assert info.kind == 'tpu' and not info.is_multi_worker
@@ -279,11 +283,11 @@ def test_tpu_wins_over_multi_worker():
 
 def test_cpu_override_skips_tpu_and_gpus():
   recorder = Recorder()
-  info = accelerator.detect('cpu', environ={'TPU_NAME': 't'},
+  info = devices.detect('cpu', environ={'TPU_NAME': 't'},
                             tpu_resolver_factory=recorder.resolver_factory,
                             list_devices=two_gpus)
   assert info.kind == 'cpu' and not recorder.resolver_calls
-  strategy = accelerator.strategy_for(
+  strategy = strategies.strategy_for(
       info, strategy_factory=recorder.strategy_factory)
   # The default strategy would place ops on the GPUs; MirroredStrategy over
   # the CPU, not OneDeviceStrategy, which BackupAndRestore refuses.
@@ -293,28 +297,28 @@ def test_cpu_override_skips_tpu_and_gpus():
 
 def test_gpu_strategies_with_injected_devices():
   recorder = Recorder(replicas=2)
-  info = accelerator.detect(environ={}, dev_dir='/nonexistent',
+  info = devices.detect(environ={}, dev_dir='/nonexistent',
                             list_devices=two_gpus)
   assert info.kind == 'gpu' and 'GPU: 2 logical GPU' in info.reason
-  strategy = accelerator.strategy_for(
+  strategy = strategies.strategy_for(
       info, strategy_factory=recorder.strategy_factory)
   assert strategy.name == 'MirroredStrategy'
   assert strategy.kwargs == {'devices': ['/device:GPU:0', '/device:GPU:1']}
-  plan = accelerator.plan_for(info, strategy, 32)
+  plan = distribution_plan.plan_for(info, strategy, 32)
   assert plan.global_batch_size == 64
-  assert plan.steps_per_execution == accelerator.GPU_STEPS_PER_EXECUTION
+  assert plan.steps_per_execution == distribution_plan.GPU_STEPS_PER_EXECUTION
 
-  one = accelerator.detect('gpu', environ={},
+  one = devices.detect('gpu', environ={},
                            list_devices=lambda: ['/device:CPU:0',
                                                  '/device:GPU:0'])
-  strategy = accelerator.strategy_for(
+  strategy = strategies.strategy_for(
       one, strategy_factory=recorder.strategy_factory)
   assert (strategy.name, strategy.kwargs) == ('MirroredStrategy',
                                               {'devices': ['/device:GPU:0']})
 
 
 def gpu_info(capability):
-  return accelerator.AcceleratorInfo(
+  return devices.AcceleratorInfo(
       kind='gpu', devices=('/device:GPU:0',), num_workers=1, is_chief=True,
       task_type=None, task_id=None, reason='test',
       compute_capability=capability)
@@ -327,30 +331,30 @@ def gpu_info(capability):
     (None, 'float32'),
 ])
 def test_gpu_precision_follows_compute_capability(capability, expected):
-  assert accelerator.default_precision(gpu_info(capability)) == expected
+  assert distribution_plan.default_precision(gpu_info(capability)) == expected
 
 
 def test_plan_validates_overrides():
   info = gpu_info((8, 0))
   strategy = FakeStrategy('MirroredStrategy', 2, {})
   with pytest.raises(ValueError, match="precision must be one of .*'fp8'"):
-    accelerator.plan_for(info, strategy, 8, precision='fp8')
+    distribution_plan.plan_for(info, strategy, 8, precision='fp8')
   with pytest.raises(ValueError, match='per_replica_batch_size must be >= 1'):
-    accelerator.plan_for(info, strategy, 0)
+    distribution_plan.plan_for(info, strategy, 0)
   with pytest.raises(ValueError, match='steps_per_execution must be >= 0'):
-    accelerator.plan_for(info, strategy, 8, steps_per_execution=-1)
+    distribution_plan.plan_for(info, strategy, 8, steps_per_execution=-1)
 
 
 def test_apply_precision_sets_the_keras_policy():
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   try:
-    accelerator.apply_precision('mixed_bfloat16')
+    distribution_plan.apply_precision('mixed_bfloat16')
     assert tf.keras.mixed_precision.global_policy().name == 'mixed_bfloat16'
   finally:
-    accelerator.apply_precision('float32')
+    distribution_plan.apply_precision('float32')
   assert tf.keras.mixed_precision.global_policy().name == 'float32'
   with pytest.raises(ValueError, match="got 'half'"):
-    accelerator.apply_precision('half')
+    distribution_plan.apply_precision('half')
 
 
 def tf_config(cluster, task_type=None, index=None):
@@ -380,35 +384,35 @@ VERTEX = {'workerpool0': ['c:1'], 'workerpool1': ['w0:1', 'w1:1']}
         'type': 'workerpool1', 'index': 1}})}, False, ('worker', 1), 3),
 ])
 def test_chief_detection(environ, is_chief, task, num_workers):
-  info = accelerator.detect('cpu', environ=environ, list_devices=cpu_only)
+  info = devices.detect('cpu', environ=environ, list_devices=cpu_only)
   assert info.is_chief is is_chief
   assert (info.task_type, info.task_id) == task
   assert info.num_workers == num_workers
   assert info.is_multi_worker is (num_workers > 1)
-  assert accelerator.chief_from_environ(environ) is is_chief
+  assert cluster.chief_from_environ(environ) is is_chief
 
 
 def test_tf_config_takes_precedence_over_cluster_spec():
   environ = dict(tf_config(TWO_WORKERS, 'worker', 1))
   environ['CLUSTER_SPEC'] = json.dumps(
       {'cluster': VERTEX, 'task': {'type': 'workerpool0', 'index': 0}})
-  assert not accelerator.chief_from_environ(environ)
+  assert not cluster.chief_from_environ(environ)
 
 
 def test_malformed_cluster_configuration_is_an_error():
   with pytest.raises(ValueError, match='TF_CONFIG is not valid JSON'):
-    accelerator.chief_from_environ({'TF_CONFIG': '{cluster'})
+    cluster.chief_from_environ({'TF_CONFIG': '{cluster'})
   with pytest.raises(ValueError, match='2 training tasks but no task.type'):
-    accelerator.chief_from_environ(tf_config(TWO_WORKERS))
+    cluster.chief_from_environ(tf_config(TWO_WORKERS))
 
 
 def test_multi_worker_strategy_gets_cluster_and_timeout():
   recorder = Recorder(replicas=2)
   environ = {'CLUSTER_SPEC': json.dumps({'cluster': VERTEX, 'task': {
       'type': 'workerpool1', 'index': 0}})}
-  info = accelerator.detect('auto', environ=environ, dev_dir='/nonexistent',
+  info = devices.detect('auto', environ=environ, dev_dir='/nonexistent',
                             list_devices=cpu_only)
-  strategy = accelerator.strategy_for(
+  strategy = strategies.strategy_for(
       info, strategy_factory=recorder.strategy_factory,
       collective_timeout_seconds=45)
   assert strategy.name == 'MultiWorkerMirroredStrategy'
@@ -423,9 +427,9 @@ def test_multi_worker_strategy_gets_cluster_and_timeout():
 
 def test_only_the_chief_keeps_its_export(tmp_path):
   serving_dir = str(tmp_path / 'serving')
-  chief = accelerator.detect('cpu', environ=tf_config(TWO_WORKERS, 'worker', 0),
+  chief = devices.detect('cpu', environ=tf_config(TWO_WORKERS, 'worker', 0),
                              list_devices=cpu_only)
-  other = accelerator.detect('cpu', environ=tf_config(TWO_WORKERS, 'worker', 1),
+  other = devices.detect('cpu', environ=tf_config(TWO_WORKERS, 'worker', 1),
                              list_devices=cpu_only)
   assert export.export_dir_for(chief, serving_dir) == serving_dir
   temp_dir = export.export_dir_for(other, serving_dir)
@@ -464,7 +468,7 @@ class FlakyTPU:
 def test_unreachable_tpu_is_retried_until_it_answers(caplog):
   tpu = FlakyTPU(failures=3)
   with caplog.at_level(logging.WARNING):
-    accelerator.initialize_tpu(tpu.resolver, initializer=tpu.initializer,
+    strategies.initialize_tpu(tpu.resolver, initializer=tpu.initializer,
                                wait_seconds=120, interval_seconds=15,
                                sleep=tpu.sleep, clock=lambda: tpu.now)
   assert tpu.attempts == 4 and tpu.sleeps == [15, 15, 15]
@@ -474,15 +478,15 @@ def test_unreachable_tpu_is_retried_until_it_answers(caplog):
   assert retries[0].startswith("TPU 'grpc://10.0.0.9:8470' not reachable yet "
                                '(ConnectionError: connection refused)')
   # Initialised once per process: a second call does not connect again.
-  accelerator.initialize_tpu(tpu.resolver, initializer=tpu.initializer,
+  strategies.initialize_tpu(tpu.resolver, initializer=tpu.initializer,
                              sleep=tpu.sleep, clock=lambda: tpu.now)
   assert tpu.attempts == 4
 
 
 def test_tpu_that_never_answers_gives_up_naming_it():
   tpu = FlakyTPU(failures=10**6, master='grpc://10.0.0.10:8470')
-  with pytest.raises(accelerator.TPUUnreachableError) as raised:
-    accelerator.initialize_tpu(tpu.resolver, initializer=tpu.initializer,
+  with pytest.raises(strategies.TPUUnreachableError) as raised:
+    strategies.initialize_tpu(tpu.resolver, initializer=tpu.initializer,
                                wait_seconds=60, interval_seconds=15,
                                sleep=tpu.sleep, clock=lambda: tpu.now)
   # Attempts at 0, 15, 30, 45 and 60 s; the next would pass the 60 s limit.
@@ -499,6 +503,6 @@ def test_tpu_errors_other_than_unreachable_are_not_retried():
   def broken(resolver):
     raise ValueError('bad topology')
   with pytest.raises(ValueError, match='bad topology'):
-    accelerator.initialize_tpu(FakeResolver('grpc://10.0.0.11:8470'),
+    strategies.initialize_tpu(FakeResolver('grpc://10.0.0.11:8470'),
                                initializer=broken, sleep=pytest.fail,
                                clock=lambda: 0.0)

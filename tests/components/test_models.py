@@ -14,8 +14,9 @@ SCRIPT = textwrap.dedent("""
     import json, os, sys
     from tfx_autostrategy import tf_env
     tf_env.set_keras_flavour()
-    from tfx_autostrategy.components import accelerator
-    accelerator.configure_cpu_replicas(4)
+    from tfx_autostrategy.components import cpu_replicas
+    from tfx_autostrategy.components import distribution_plan
+    cpu_replicas.configure_cpu_replicas(4)
     import numpy as np
     import tensorflow as tf
     from tfx_autostrategy.components import models
@@ -28,7 +29,7 @@ SCRIPT = textwrap.dedent("""
     trainer = settings.TrainerSettings(model=name, hub_model_path=hub_path,
                                        per_replica_batch_size=8,
                                        precision=precision)
-    strategy, plan, _ = accelerator.resolve(
+    strategy, plan, _ = distribution_plan.resolve(
         'cpu', trainer.per_replica_batch_size, precision=precision)
     rng = np.random.default_rng(0)
     n = plan.global_batch_size * 6
@@ -46,7 +47,7 @@ SCRIPT = textwrap.dedent("""
       features[settings.CHAR_NGRAMS] = grams
     dataset = tf.data.Dataset.from_tensor_slices((features, label)).batch(
         plan.global_batch_size, drop_remainder=True).repeat()
-    accelerator.apply_precision(plan.precision)
+    distribution_plan.apply_precision(plan.precision)
     with strategy.scope():
       model = models.build(text, trainer)
       models.compile_model(model, trainer, plan.steps_per_execution)

@@ -15,7 +15,7 @@ import time
 import pytest
 
 from tfx_autostrategy import tf_env
-from tfx_autostrategy.components import accelerator
+from tfx_autostrategy.components import cpu_replicas
 
 WORKER_SCRIPT = os.path.join(os.path.dirname(__file__), 'multiworker_worker.py')
 RUN_TIMEOUT_SECONDS = 240
@@ -37,7 +37,7 @@ def free_ports(n):
 def worker_env(cluster, index):
   env = {k: v for k, v in os.environ.items()
          if k not in ('TF_CONFIG', 'CLUSTER_SPEC', 'TPU_NAME', 'TPU_CONFIG',
-                      accelerator.CPU_REPLICAS_ENV)}
+                      cpu_replicas.CPU_REPLICAS_ENV)}
   env = tf_env.subprocess_env(
       env, TF_CPP_MIN_LOG_LEVEL='2',
       TF_CONFIG=json.dumps({'cluster': cluster,

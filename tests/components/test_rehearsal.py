@@ -21,7 +21,9 @@ PRELUDE = textwrap.dedent("""
     tf_env.set_keras_flavour()
     import numpy as np
     import tensorflow as tf
-    from tfx_autostrategy.components import accelerator
+    from tfx_autostrategy.components import devices
+    from tfx_autostrategy.components import distribution_plan
+    from tfx_autostrategy.components import strategies
     from tfx_autostrategy.components import models
     from tfx_autostrategy.components import rehearsal
     from tfx_autostrategy.components import settings
@@ -51,11 +53,11 @@ ONE_DEVICE = PRELUDE + textwrap.dedent("""
     if case == 'cpu-on-a-gpu-machine':
       # `--accelerator cpu` where TensorFlow lists a GPU: the real strategy
       # that `strategy_for` builds, from the real default factory.
-      info = accelerator.detect(
+      info = devices.detect(
           'cpu', environ={}, dev_dir='/nonexistent',
           list_devices=lambda: ['/device:CPU:0', '/device:GPU:0'])
-      strategy = accelerator.strategy_for(info)
-      plan = accelerator.plan_for(info, strategy, 8)
+      strategy = strategies.strategy_for(info)
+      plan = distribution_plan.plan_for(info, strategy, 8)
       check_callbacks = lambda callbacks: None
     else:
       # One T4: its device list is faked; the class `strategy_for` asks for is
@@ -66,7 +68,7 @@ ONE_DEVICE = PRELUDE + textwrap.dedent("""
       strategy, plan, info, stand_ins = rehearsal.resolve(shape, 8)
       check_callbacks = stand_ins.check_callbacks
     trainer = settings.TrainerSettings(model='bow', per_replica_batch_size=8)
-    accelerator.apply_precision(plan.precision)
+    distribution_plan.apply_precision(plan.precision)
     with strategy.scope():
       model = models.build(TEXT, trainer)
       models.compile_model(model, trainer, plan.steps_per_execution,
@@ -126,11 +128,11 @@ def test_one_device_runs_fit_with_every_trainer_callback(
 XLA_STEP = PRELUDE + textwrap.dedent("""
     names, hub_path = sys.argv[1].split(','), sys.argv[2]
     # A TPU plan: what the Trainer compiles on a v3-8, one core's share.
-    info = accelerator.AcceleratorInfo(
+    info = devices.AcceleratorInfo(
         kind='tpu', devices=('/device:CPU:0',), num_workers=1, is_chief=True,
         task_type=None, task_id=None, reason='test', compute_capability=None)
-    plan = accelerator.plan_for(info, tf.distribute.get_strategy(), 8)
-    accelerator.apply_precision(plan.precision)
+    plan = distribution_plan.plan_for(info, tf.distribute.get_strategy(), 8)
+    distribution_plan.apply_precision(plan.precision)
     results = {}
     for name in names:
       trainer = settings.TrainerSettings(model=name, hub_model_path=hub_path,

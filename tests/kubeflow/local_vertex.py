@@ -5,8 +5,8 @@ Vertex AI's own request type, so a field name the API does not know fails
 here too) and runs every replica of its worker pools as a local process: the
 pool's container `command` + `args` (the interpreter `python` becomes this
 venv's), with the CLUSTER_SPEC and TF_CONFIG Vertex AI writes (workerpool0 is
-the chief; `rehearse.cluster_environments` builds them, with free localhost
-ports). `get_custom_job` reports the job as the service does:
+the chief; `rehearse_cluster.cluster_environments` builds them, with free
+localhost ports). `get_custom_job` reports the job as the service does:
 JOB_STATE_PENDING when created, RUNNING while a replica runs, SUCCEEDED when
 all exited 0, FAILED as soon as one exits non-zero (the others are stopped),
 with `error.message` naming the replica, its exit status and its last stderr
@@ -30,7 +30,7 @@ from google.cloud.aiplatform_v1.types import job_service as job_service_pb
 from google.cloud.aiplatform_v1.types import job_state
 from google.rpc import status_pb2
 
-from tfx_autostrategy import rehearse
+from tfx_autostrategy import rehearse_cluster
 from tfx_autostrategy import tf_env
 
 HOOK = 'local_vertex:job_service'
@@ -72,7 +72,7 @@ class LocalJobService:
                                              use_integers_for_enums=False))
     processes = []
     for (replica, container), cluster_env in zip(
-        replicas, rehearse.cluster_environments(len(replicas))):
+        replicas, rehearse_cluster.cluster_environments(len(replicas))):
       argv = list(container.command) + list(container.args)
       if argv[0] == 'python':
         argv[0] = sys.executable

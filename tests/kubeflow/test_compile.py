@@ -14,7 +14,9 @@ from kfp.pipeline_spec import pipeline_spec_pb2
 import pytest
 import yaml
 
+from tfx_autostrategy.kubeflow import compile_options
 from tfx_autostrategy.kubeflow import compiler
+from tfx_autostrategy.kubeflow import targets
 from tfx_autostrategy.kubeflow import worker_pools
 from tfx_autostrategy.pipeline import pipeline as pipeline_lib
 
@@ -79,7 +81,7 @@ def options(target='vertex', accelerator='cpu', **overrides):
                 data_root=DATA, accelerator=accelerator, project=PROJECT,
                 region=REGION)
   values.update(overrides)
-  return compiler.CompileOptions(**values)
+  return compile_options.CompileOptions(**values)
 
 
 def parse_job(text):
@@ -141,7 +143,7 @@ def test_every_component_is_in_the_dag_with_its_dependencies(
     compiled, target, accelerator):
   _, job, spec = compiled[target, accelerator]
   assert spec.schema_version == '2.1.0'
-  assert spec.pipeline_info.name == compiler.DEFAULT_PIPELINE_NAME
+  assert spec.pipeline_info.name == 'autostrategy'
   # The KFP package has no runtime config: the root is the spec's default.
   assert spec.default_pipeline_root == ROOT
   if target == 'vertex':
@@ -194,7 +196,8 @@ def test_vertex_trainer_runs_our_executor_on_the_worker_pool(
   _, _, spec = compiled['vertex', accelerator]
   pool = worker_pools.worker_pool(accelerator)
   container = executor_of(spec, TRAINER).container
-  assert class_path(container) == compiler.VERTEX_EXECUTOR_CLASS
+  assert class_path(container) == (
+      'tfx_autostrategy.components.trainer.vertex_executor.Executor')
   # The step only watches the job: it asks for no accelerator itself.
   assert not container.HasField('resources')
   machine_spec = {'machine_type': pool.machine_type}
@@ -235,16 +238,14 @@ def test_vertex_executor_runs_our_trainer_executor_remotely():
   assert name_utils.get_full_name(remote) == TRAINER_EXECUTOR
   assert name_utils.get_full_name(vertex_executor.Executor) == (
       'tfx_autostrategy.components.trainer.vertex_executor.Executor')
-  assert compiler.VERTEX_EXECUTOR_CLASS == (
-      'tfx_autostrategy.components.trainer.vertex_executor.Executor')
 
 
 def test_custom_config_keys_are_the_vertex_extension_keys():
   from tfx.extensions.google_cloud_ai_platform import constants  # pylint: disable=g-import-not-at-top
   from tfx.extensions.google_cloud_ai_platform.trainer import executor  # pylint: disable=g-import-not-at-top
-  assert compiler.ENABLE_VERTEX_KEY == constants.ENABLE_VERTEX_KEY
-  assert compiler.VERTEX_REGION_KEY == constants.VERTEX_REGION_KEY
-  assert compiler.TRAINING_ARGS_KEY == executor.TRAINING_ARGS_KEY
+  assert targets.ENABLE_VERTEX_KEY == constants.ENABLE_VERTEX_KEY
+  assert targets.VERTEX_REGION_KEY == constants.VERTEX_REGION_KEY
+  assert targets.TRAINING_ARGS_KEY == executor.TRAINING_ARGS_KEY
 
 
 @pytest.mark.parametrize('accelerator', KUBEFLOW_ACCELERATORS)
@@ -351,7 +352,7 @@ def test_kubeflow_needs_no_google_cloud_project():
 
 
 
-@pytest.mark.parametrize('target', compiler.TARGETS)
+@pytest.mark.parametrize('target', compile_options.TARGETS)
 def test_trainer_image_goes_where_training_runs(tmp_path, target):
   trainer_image = IMAGE + '-tpu'
   _, _, spec = compile_and_parse(

@@ -6,7 +6,9 @@ from conftest import run_cli
 
 ARGS = ('compile', '--pipeline-root', 'gs://bucket/root', '--image',
         'gcr.io/proj/autostrategy:1', '--data', 'gs://bucket/data',
-        '--project', 'proj', '--region', 'us-central1')
+        '--project', 'proj', '--region', 'us-central1',
+        # gs://bucket is not readable here: auto lengths would need it.
+        '--sequence-length', '64', '--char-ngram-length', '512')
 
 
 def test_compiles_vertex_tpu_pipeline(tmp_path):

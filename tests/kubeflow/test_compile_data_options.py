@@ -114,7 +114,9 @@ def test_bad_data_options_are_rejected(overrides, match):
 
 ARGS = ('compile', '--pipeline-root', 'gs://bucket/root', '--image',
         'gcr.io/proj/autostrategy:1', '--data', 'gs://bucket/data',
-        '--project', 'proj', '--region', 'us-central1')
+        '--project', 'proj', '--region', 'us-central1',
+        # gs://bucket is not readable here: auto lengths would need it.
+        '--sequence-length', '64', '--char-ngram-length', '512')
 
 
 @pytest.mark.parametrize('args,message', [

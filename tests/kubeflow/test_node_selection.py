@@ -19,6 +19,7 @@ from kfp.kubernetes import kubernetes_executor_config_pb2
 import pytest
 import yaml
 
+from tfx_autostrategy.kubeflow import compile_options
 from tfx_autostrategy.kubeflow import compiler
 
 IMAGE = 'us-docker.pkg.dev/proj/repo/autostrategy:test'
@@ -54,7 +55,7 @@ def options(accelerator, target='kubeflow', **overrides):
                 data_root='gs://bucket/data', accelerator=accelerator,
                 project='proj', region='us-central1')
   values.update(overrides)
-  return compiler.CompileOptions(**values)
+  return compile_options.CompileOptions(**values)
 
 
 def executor_config_class():
@@ -154,7 +155,8 @@ def test_accelerator_job_json_is_refused_before_tfx_loads(tmp_path):
        'sys.exit(code)\n',
        'compile', '--target', 'kubeflow', '--accelerator', 'nvidia-l4',
        '--output', str(path), '--pipeline-root', ROOT, '--image', IMAGE,
-       '--data', 'gs://bucket/data'],
+       '--data', 'gs://bucket/data', '--sequence-length', '64',
+       '--char-ngram-length', '512'],
       capture_output=True, text=True, timeout=120, check=False)
   assert result.returncode == 2, result.stderr
   assert result.stderr.strip().splitlines()[-1] == (

@@ -7,8 +7,8 @@ submits; here, the duration syntax and the refusal for Kubeflow.
 import pytest
 
 from test_compile import options
-from tfx_autostrategy.kubeflow import compiler
 from tfx_autostrategy.kubeflow import scheduling
+from tfx_autostrategy.kubeflow import targets
 
 
 @pytest.mark.parametrize('text, seconds', [
@@ -27,13 +27,13 @@ def test_bad_durations_name_the_flag_and_the_value(text):
 
 
 def test_vertex_job_spec_carries_the_scheduling():
-  job_spec = compiler.vertex_training_args(options(
+  job_spec = targets.vertex_training_args(options(
       spot=True, restart_on_worker_restart=True,
       job_timeout_seconds=86400))['job_spec']
   assert job_spec['scheduling'] == {
       'strategy': 'SPOT', 'restart_job_on_worker_restart': True,
       'timeout': '86400s'}
-  assert compiler.vertex_training_args(options())['job_spec'][
+  assert targets.vertex_training_args(options())['job_spec'][
       'scheduling'] == {'strategy': 'STANDARD',
                         'restart_job_on_worker_restart': False}
 

@@ -25,6 +25,7 @@ from tfx.utils import import_utils
 from tfx_autostrategy.components import settings as settings_lib
 from tfx_autostrategy.components.trainer import executor as trainer_executor
 from tfx_autostrategy.components.trainer import vertex_executor
+from tfx_autostrategy.kubeflow import compile_options
 from tfx_autostrategy.kubeflow import compiler
 from tfx_autostrategy.kubeflow import scheduling
 from tfx_autostrategy.pipeline import pipeline as pipeline_lib
@@ -82,7 +83,7 @@ def container_exec_properties(job_json):
 
 
 def compiled_exec_properties(directory, **overrides):
-  opts = compiler.CompileOptions(**{
+  opts = compile_options.CompileOptions(**{
       **dict(target='vertex', image=IMAGE, pipeline_root='gs://bucket/root',
              data_root='gs://bucket/data', accelerator='tpu-v3-8',
              project=PROJECT, region=REGION,

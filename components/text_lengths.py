@@ -1,0 +1,222 @@
+"""Fixed lengths from the data: `--sequence-length auto`, `--char-ngram-length auto`.
+
+The Transform pads or truncates every text to a fixed number of word ids and
+of character n-gram ids (TPUs need static shapes). With `auto`, the CSV
+preflight counts, for every training text, how many ids the Transform would
+produce before padding (`LengthCounter`), and `pick` takes the 95th
+percentile, rounded up to a multiple of 8 (the TPU tiles by 8) and bounded
+by `MINIMUM` and a cap (`WORD_CAP`, `NGRAM_CAP`).
+
+The counting mirrors `components/transform/preprocessing.py` without
+TensorFlow (the preflight runs before it is imported), and
+tests/components/test_text_lengths.py checks it against the real
+`preprocessing_fn`: if the Transform's tokens change, change `word_count` and
+`ngram_count` here, nowhere else. TensorFlow's regular expressions are RE2,
+whose `\\s` is ASCII whitespace `[\\t\\n\\f\\r ]` (so a no-break space is
+punctuation there), and `tf.strings.split` splits on ASCII whitespace
+including `\\v`; the patterns below spell those classes out. `\\p{...}`
+classes come from the `regex` package (a requirement of apache-beam, which
+TFX needs), whose Unicode tables may be a version apart from RE2's: a code
+point assigned between the two versions may count differently.
+"""
+
+import collections
+import dataclasses
+import functools
+import math
+from typing import Dict, Iterable, List, Mapping, Optional
+
+import regex
+
+AUTO = 'auto'
+PERCENTILE = 95
+MULTIPLE = 8
+MINIMUM = 8
+# Word ids beyond 256 are rare in comment-style data and cost attention /
+# embedding work on every example; 1024 n-gram ids cover about 60 words
+# (a word of k letters gives 4k - 2 ids of lengths 2-5).
+WORD_CAP = 256
+NGRAM_CAP = 1024
+
+# preprocessing.URL_TOKEN (that module imports TensorFlow); its length
+# counts in the n-grams.
+URL_TOKEN = 'xxurl'
+
+SEQUENCE_LENGTH = 'sequence_length'
+CHAR_NGRAM_LENGTH = 'char_ngram_length'
+# Field of TextSettings -> (flag, unit, cap).
+FIELDS = {SEQUENCE_LENGTH: ('--sequence-length', 'words', WORD_CAP),
+          CHAR_NGRAM_LENGTH: ('--char-ngram-length', 'n-grams', NGRAM_CAP)}
+
+_URL = regex.compile(r'(?:https?://|www\.)[^\t\n\f\r ]+')
+# One alternative per token kind of `preprocessing.tokenize`: a run of
+# letters, marks and numbers; one symbol; a run of punctuation (anything
+# else but whitespace; \v is split on by tf.strings.split).
+_WORD_TOKEN = regex.compile(
+    r'[\p{L}\p{M}\p{N}]+|\p{So}|[^\p{L}\p{M}\p{N}\p{So}\t\n\v\f\r ]+')
+# `preprocessing.coarse_words`: runs of anything but ASCII whitespace.
+_COARSE_WORD = regex.compile(r'[^\t\n\v\f\r ]+')
+
+
+def _marked(text: str) -> str:
+  return _URL.sub(' ' + URL_TOKEN + ' ', text.lower())
+
+
+def word_count(text: str) -> int:
+  """Word ids `preprocessing_fn` makes of `text` before padding."""
+  return _word_count(_marked(text))
+
+
+def _word_count(marked: str) -> int:
+  return len(_WORD_TOKEN.findall(marked))
+
+
+def ngram_count(text: str, ngram_min: int, ngram_max: int) -> int:
+  """Character n-gram ids `preprocessing_fn` makes of `text` before padding.
+
+  Each whitespace-separated word gets a start and an end marker; a word of
+  `m` code points with markers gives `m - n + 1` n-grams of length `n`
+  (none if `m < n`).
+  """
+  return _ngram_count(_marked(text), ngram_min, ngram_max)
+
+
+def _ngram_count(marked: str, ngram_min: int, ngram_max: int) -> int:
+  # map() keeps the per-word loop in C: this runs on every training text.
+  return sum(map(_ngrams_per_word(ngram_min, ngram_max),
+                 map(len, _COARSE_WORD.findall(marked))))
+
+
+@functools.lru_cache(maxsize=None)
+def _ngrams_per_word(ngram_min: int, ngram_max: int):
+  """A cached function: code points of a word -> n-grams with its markers."""
+  @functools.lru_cache(maxsize=4096)
+  def count(length: int) -> int:
+    marked = length + 2
+    return sum(max(0, marked - n + 1) for n in range(ngram_min, ngram_max + 1))
+  return count
+
+
+class LengthCounter:
+  """Histograms of the id counts of the texts added (the training texts)."""
+
+  def __init__(self, fields: Iterable[str], ngram_min: int, ngram_max: int):
+    """Counts the ids of `fields` (keys of `FIELDS`) for each text added."""
+    self.fields = tuple(fields)
+    unknown = set(self.fields) - set(FIELDS)
+    if unknown:
+      raise ValueError(f'unknown length fields {sorted(unknown)}')
+    self._ngram_range = (ngram_min, ngram_max)
+    self.histograms: Dict[str, collections.Counter] = {
+        field: collections.Counter() for field in self.fields}
+
+  def add(self, text: str) -> None:
+    marked = _marked(text)
+    if SEQUENCE_LENGTH in self.histograms:
+      self.histograms[SEQUENCE_LENGTH][_word_count(marked)] += 1
+    if CHAR_NGRAM_LENGTH in self.histograms:
+      self.histograms[CHAR_NGRAM_LENGTH][
+          _ngram_count(marked, *self._ngram_range)] += 1
+
+
+@dataclasses.dataclass(frozen=True)
+class Choice:
+  """A length picked from a histogram of id counts.
+
+  Attributes:
+    length: the picked length.
+    percentile: the `PERCENTILE`th percentile of the counts (nearest rank).
+    cap: the cap that applied, or 0 if the length is below it.
+    truncated: texts with more ids than `length`.
+    texts: texts counted.
+  """
+  length: int
+  percentile: int
+  cap: int
+  truncated: int
+  texts: int
+
+  @property
+  def truncated_share(self) -> float:
+    return self.truncated / self.texts if self.texts else 0.0
+
+
+def percentile(histogram: Mapping[int, int], share: float = PERCENTILE) -> int:
+  """Nearest-rank percentile: the smallest count covering `share` % of texts."""
+  texts = sum(histogram.values())
+  if not texts:
+    return 0
+  rank = math.ceil(share / 100 * texts)
+  seen = 0
+  for count in sorted(histogram):
+    seen += histogram[count]
+    if seen >= rank:
+      return count
+  raise AssertionError('unreachable: the ranks sum to the texts')
+
+
+def pick(histogram: Mapping[int, int], cap: int) -> Choice:
+  """The length covering the 95th percentile, a multiple of 8 in [8, cap]."""
+  texts = sum(histogram.values())
+  value = percentile(histogram)
+  rounded = max(MINIMUM, -(-value // MULTIPLE) * MULTIPLE)
+  length = min(rounded, cap)
+  return Choice(
+      length=length, percentile=value, cap=cap if rounded > cap else 0,
+      truncated=sum(n for count, n in histogram.items() if count > length),
+      texts=texts)
+
+
+def pick_all(counter: LengthCounter) -> Dict[str, Choice]:
+  """A `Choice` for each field `counter` counted."""
+  return {field: pick(counter.histograms[field], FIELDS[field][2])
+          for field in counter.fields}
+
+
+def describe(choices: Mapping[str, Choice], given: Mapping[str, int],
+             training_only: bool,
+             notes: Optional[Mapping[str, str]] = None) -> Optional[str]:
+  """The one line saying what `auto` picked; None if every length was given.
+
+  Args:
+    choices: field -> what auto picked.
+    given: field -> explicit length (shown as given).
+    training_only: the texts are a training split (else all rows, which the
+      pipeline splits later).
+    notes: field -> why a length in `given` was not counted, said instead
+      of 'given'.
+  """
+  if not choices and not notes:
+    return None
+  parts: List[str] = []
+  said_texts = False
+  for field, (flag, unit, _) in FIELDS.items():
+    if field in given:
+      note = (notes or {}).get(field, 'given')
+      parts.append(f'{flag} {given[field]} ({note})')
+      continue
+    choice = choices[field]
+    capped = f', capped at {choice.cap}' if choice.cap else ''
+    of = ''
+    if not said_texts:
+      kind = 'training texts' if training_only else 'texts'
+      of = f' of {choice.texts:,} {kind}'
+      said_texts = True
+    parts.append(
+        f'{flag} auto -> {choice.length} {unit} ({PERCENTILE}th percentile '
+        f'{choice.percentile}{capped}; truncates '
+        f'{100 * choice.truncated_share:.1f} %{of})')
+  return 'lengths: ' + ', '.join(parts)
+
+
+def to_summary(choices: Mapping[str, Choice],
+               given: Mapping[str, int]) -> Dict[str, Dict]:
+  """Field -> how its length was set, as summary.json records it."""
+  summary = {field: {'length': length, 'auto': False}
+             for field, length in given.items()}
+  for field, choice in choices.items():
+    summary[field] = {'length': choice.length, 'auto': True,
+                      'percentile': choice.percentile,
+                      'capped_at': choice.cap, 'texts': choice.texts,
+                      'truncated_share': round(choice.truncated_share, 4)}
+  return summary

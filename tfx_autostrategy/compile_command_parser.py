@@ -1,0 +1,82 @@
+"""The options of `autostrategy compile` (kubeflow/compile_options.CompileOptions).
+
+Apart from cli.py so that each command's options sit beside nothing else;
+building them imports no TFX or TensorFlow.
+"""
+
+import argparse
+
+from tfx_autostrategy import data_options
+from tfx_autostrategy.components import conventions
+from tfx_autostrategy.components import settings
+from tfx_autostrategy.kubeflow import compile_options
+from tfx_autostrategy.kubeflow import worker_pools
+from tfx_autostrategy.pipeline import schema_render
+
+
+def add_parser(commands) -> None:
+  """Adds `autostrategy compile` to the `commands` subparsers."""
+  trainer_defaults = settings.TrainerSettings()
+  compile_ = commands.add_parser(
+      'compile', help='compile the pipeline for Kubeflow Pipelines or Vertex '
+      'AI Pipelines (pipeline job JSON; .yaml writes the KFP package)')
+  compile_.add_argument('--target', required=True,
+                        choices=compile_options.TARGETS)
+  compile_.add_argument('--output', default='pipeline.json',
+                        help='file to write (build output: do not commit)')
+  compile_.add_argument('--pipeline-root', required=True,
+                        help='remote artifact root, e.g. gs://bucket/root')
+  compile_.add_argument('--image', required=True,
+                        help='container image built from kubeflow/Dockerfile')
+  compile_.add_argument('--data', required=True,
+                        help='remote directory of CSV files, e.g. gs://...')
+  compile_.add_argument('--trainer-image', default='',
+                        help="the Trainer's image (default: --image), e.g. "
+                        'a TF_VARIANT=gpu or tpu build')
+  compile_.add_argument('--accelerator', default='cpu',
+                        help='Trainer machine: ' +
+                        ', '.join(worker_pools.ACCELERATORS))
+  compile_.add_argument('--workers', type=int, default=1,
+                        help='machines training together, chief included '
+                        '(--target vertex, not TPUs)')
+  compile_.add_argument('--project', default='',
+                        help='Google Cloud project (vertex, dataflow)')
+  compile_.add_argument('--region', default='',
+                        help='Google Cloud region (vertex, dataflow)')
+  compile_.add_argument('--beam-runner', default='direct',
+                        choices=compile_options.BEAM_RUNNERS)
+  compile_.add_argument('--pipeline-name',
+                        default=conventions.DEFAULT_PIPELINE_NAME,
+                        help='[a-z0-9-], at most 128 characters')
+  data_options.add_arguments(compile_)
+  compile_.add_argument('--id-type', choices=schema_render.ID_TYPES,
+                        default=schema_render.ID_TYPES[0],
+                        help="the id column's values: int if every id is an "
+                        'integer (the local run reads this from the data)')
+  compile_.add_argument('--schema', default='',
+                        help='a local schema.pbtxt compiled into the pipeline '
+                        'as it is (default: the curated schema with the '
+                        'column options above)')
+  compile_.add_argument('--serving-model-dir', default='',
+                        help="Pusher's destination (default: under the root)")
+  compile_.add_argument('--presplit', action='store_true',
+                        help='--data has train/ and eval/ subdirectories')
+  compile_.add_argument('--service-account', default='',
+                        help='service account of the Vertex AI training job')
+  compile_.add_argument('--model', choices=settings.MODELS,
+                        default=trainer_defaults.model)
+  compile_.add_argument('--epochs', type=int, default=trainer_defaults.epochs)
+  compile_.add_argument('--per-replica-batch-size', type=int,
+                        default=trainer_defaults.per_replica_batch_size)
+  compile_.add_argument('--no-cache', action='store_true',
+                        help='re-run every component')
+  compile_.add_argument('--spot', action='store_true',
+                        help='--target vertex: train on Spot VMs (cheaper, '
+                        'preemptible; else standard VMs)')
+  compile_.add_argument('--restart-on-worker-restart', action='store_true',
+                        help='--target vertex: restart the whole training '
+                        'job when a worker restarts')
+  compile_.add_argument('--job-timeout', default='',
+                        help='--target vertex: stop the training job after '
+                        "this long: seconds or e.g. 90m, 24h, 7d (default: "
+                        "Vertex AI's, 7 days)")
