@@ -18,6 +18,8 @@ from bench import report as report_lib
 
 TRAINER_TARGET = '>= 0.95'
 INPUT_TARGET = '>= 5'
+# A training step costs about three forward passes (issue 19).
+TRAIN_PREDICT_TARGET = '>= 0.33'
 # The CSV preflight reads every row before TFX is imported; ~200k rows/s on
 # this machine when idle, so that 100k rows are checked in about a second.
 PREFLIGHT_TARGET = '>= 50000'
@@ -123,7 +125,7 @@ def trainer_and_input(suite, want_trainer: bool,
                       want_input: bool) -> None:
   variants = []
   if want_trainer:
-    variants += ['trainer', 'memory', 'streamed']
+    variants += ['trainer', 'memory', 'streamed', 'predict']
   if want_input:
     variants += ['memory', 'input']
   variants = ','.join(dict.fromkeys(variants))
@@ -149,6 +151,14 @@ def trainer_and_input(suite, want_trainer: bool,
       suite.add('trainer', f'streamed input (cache off) / in-memory fit '
                 f'[{model}]', median['streamed'] / median['memory'], 'ratio',
                 command, **details)
+      suite.add('trainer', f'predict examples/s [{model}]',
+                median['predict'], 'examples/s', command, **details)
+      # Measured in the same process and rounds as the Trainer's rate.
+      suite.add('trainer', f'train / predict throughput [{model}]',
+                median['trainer'] / median['predict'], 'ratio', command,
+                TRAIN_PREDICT_TARGET,
+                in_memory_fit_over_predict=median['memory'] /
+                median['predict'], **details)
     if want_input:
       suite.add('input', f'input pipeline examples/s [{model}]',
                 median['input'], 'examples/s', command, **details)

@@ -9,7 +9,11 @@ Benchmarks (`--only` takes a comma-separated subset):
               model, batch and steps_per_execution) divided by plain Keras
               `model.fit` on the same transformed data in memory; target
               >= 0.95 per model. Also measures `streamed`, the same path
-              with the decoded-example cache off (`--input-cache-mb 0`).
+              with the decoded-example cache off (`--input-cache-mb 0`),
+              and `train / predict throughput`: the Trainer's training
+              rate over `model.predict` of the same model at the same
+              batch, in the same process; target >= 0.33 (a training
+              step costs about three forward passes).
 * `input`     The Trainer's tf.data pipeline alone (no model) divided by the
               model's consumption rate (the in-memory fit); target >= 5.
 * `replicas`  The Trainer path with 1, 2, 4 logical CPU replicas

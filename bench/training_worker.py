@@ -3,7 +3,7 @@
     python -m bench.training_worker \
         --examples URI --transform-graph URI [--model bow|transformer] \
         [--per-replica-batch-size 32] [--cpu-replicas N] \
-        [--variants trainer,memory,input] [--rounds 3] [--steps 0]
+        [--variants trainer,memory,predict,input] [--rounds 3] [--steps 0]
 
 `--examples` and `--transform-graph` are Transform's output artifacts
 (`pipeline_root/Transform/transformed_examples/<id>` and
@@ -23,6 +23,10 @@ state (the rounds alternate between them):
   own `input_dataset`.
 * `streamed`: like `trainer` with the cache off (`--input-cache-mb 0`):
   every step decompresses and parses its records.
+* `predict`: `model.predict` of the same model on those in-memory tensors
+  at the same global batch: the inference rate the training rates are
+  compared with (issue 19: training should reach >= 1/3 of it, since a
+  training step costs about three forward passes).
 * `input`: iterating the Trainer's dataset without a model.
 
 Throughput is examples/s over the steps after `--warmup` steps of every fit
@@ -40,7 +44,7 @@ import time
 
 from tfx_autostrategy import tf_env
 
-VARIANTS = ('trainer', 'memory', 'streamed', 'input')
+VARIANTS = ('trainer', 'memory', 'streamed', 'predict', 'input')
 
 
 def _configure_devices(cpu_replicas: int) -> None:
@@ -113,7 +117,7 @@ def _step_timer():
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
 
   class StepTimer(tf.keras.callbacks.Callback):
-    """Records (last step index, time) after every train_function call."""
+    """Records (last step index, time) after every train/predict call."""
 
     def __init__(self):
       super().__init__()
@@ -126,6 +130,12 @@ def _step_timer():
       self.marks = []
 
     def on_train_batch_end(self, batch, logs=None):
+      self.marks.append((batch, time.perf_counter()))
+
+    def on_predict_begin(self, logs=None):
+      self.marks = []
+
+    def on_predict_batch_end(self, batch, logs=None):
       self.marks.append((batch, time.perf_counter()))
 
     def rate(self, batch_size: int, warmup: int) -> float:
@@ -221,12 +231,13 @@ def main(argv=None) -> int:
 
   # In-memory tensors: the model's inputs only, whole batches only.
   in_memory = None
-  if 'memory' in fitted:
+  in_memory_model = fitted.get('memory') or fitted.get('predict')
+  if in_memory_model is not None:
     features, labels = in_memory_batches(
         fn_args, tf_transform_output, batch,
         min(steps, train_examples // batch))
     in_memory = ({k: tf.constant(features[k])
-                  for k in fitted['memory'].input_names},
+                  for k in in_memory_model.input_names},
                  tf.constant(labels))
 
   rates = {v: [] for v in fitted}
@@ -241,6 +252,9 @@ def main(argv=None) -> int:
       if variant == 'memory':
         model.fit(in_memory[0], in_memory[1], batch_size=batch, epochs=1,
                   shuffle=True, callbacks=[timer], verbose=0)
+      elif variant == 'predict':
+        model.predict(in_memory[0], batch_size=batch, callbacks=[timer],
+                      verbose=0)
       else:
         model.fit(datasets[variant], epochs=1, steps_per_epoch=steps,
                   callbacks=[timer], verbose=0)

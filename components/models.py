@@ -10,6 +10,7 @@ from typing import Callable, Dict, List, Tuple
 
 import tensorflow as tf
 
+from tfx_autostrategy.components import embedding_training
 from tfx_autostrategy.components import settings as settings_lib
 
 
@@ -60,15 +61,19 @@ def _masked_mean(ids: tf.Tensor, vocab_size: int, dim: int, name: str,
                  dropout: float = 0.0) -> tf.Tensor:
   """Mean of the embeddings of the non-padding ids.
 
-  `dropout` drops whole embedding channels (SpatialDropout1D), the regulariser
-  that keeps a bag of embeddings from memorising rare n-grams.
+  `dropout` drops whole embedding channels of each example, the regulariser
+  that keeps a bag of embeddings from memorising rare n-grams. The mean is
+  linear, so dropping a channel at every step of the embedded sequence
+  (SpatialDropout1D, the model before issue 19) is dropping it in the mean:
+  the same model, with a `[batch, dim]` mask instead of one as large as the
+  `[batch, length, dim]` embeddings (which halved the training rate).
   """
   embedded = tf.keras.layers.Embedding(
       vocab_size, dim, mask_zero=True, name=name + '_embedding')(ids)
+  pooled = MaskedMean(name=name + '_mean')(embedded)
   if dropout:
-    embedded = tf.keras.layers.SpatialDropout1D(
-        dropout, name=name + '_dropout')(embedded)
-  return MaskedMean(name=name + '_mean')(embedded)
+    pooled = tf.keras.layers.Dropout(dropout, name=name + '_dropout')(pooled)
+  return pooled
 
 
 def build_bow(text_settings: settings_lib.TextSettings,
@@ -282,7 +287,10 @@ def compile_model(model: tf.keras.Model,
 
   With `decay_steps` (the number of training steps) the learning rate follows
   a cosine decay to zero, so the exported last epoch is not the overfitted
-  one a constant rate leaves behind. `jit_compile` compiles the train step
+  one a constant rate leaves behind. The optimizer is `LazyAdam`: Adam that
+  updates only the embedding rows a batch looked up, not the whole table
+  every step (4x the training rate of the `bow` model on 2 CPU cores,
+  issue 19). `jit_compile` compiles the train step
   with XLA (TPUs always do; an op without an XLA kernel fails at the first
   step, naming the op).
   """
@@ -291,7 +299,7 @@ def compile_model(model: tf.keras.Model,
     learning_rate = tf.keras.optimizers.schedules.CosineDecay(
         learning_rate, decay_steps)
   model.compile(
-      optimizer=tf.keras.optimizers.Adam(learning_rate),
+      optimizer=embedding_training.LazyAdam(learning_rate),
       loss=tf.keras.losses.BinaryCrossentropy(),
       metrics=[tf.keras.metrics.AUC(name='auc'),
                tf.keras.metrics.BinaryAccuracy(name='accuracy')],

@@ -155,3 +155,33 @@ def test_non_finite_loss_stops_training_with_an_error(tf_modules):
                      match=r'training loss became nan in epoch 1 at step 1'):
     model.fit(features, tf.zeros([8]), batch_size=8, epochs=2, verbose=0,
               callbacks=[callbacks.FailOnNonFiniteLoss()])
+
+
+def test_lazy_adam_moves_only_the_rows_a_batch_looked_up(tf_modules):
+  tf, _, _ = tf_modules
+  from tfx_autostrategy.components import embedding_training  # pylint: disable=g-import-not-at-top
+  start = [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0], [7.0, 8.0]]
+  lazy_table, adam_table = tf.Variable(start), tf.Variable(start)
+  lazy = embedding_training.LazyAdam(0.1)
+  adam = tf.keras.optimizers.Adam(0.1)
+  # Step 1 from zero moments: row 1 twice (summed), row 3 once; Keras's
+  # Adam on the same dense gradient moves the same rows by the same amounts.
+  grad = tf.IndexedSlices(tf.constant([[1.0, -1.0], [0.5, 0.5], [2.0, 0.0]]),
+                          tf.constant([1, 1, 3]), tf.constant([4, 2]))
+  lazy.apply_gradients([(grad, lazy_table)])
+  adam.apply_gradients([(tf.convert_to_tensor(grad), adam_table)])
+  after_one = lazy_table.numpy()
+  assert after_one == pytest.approx(adam_table.numpy(), abs=1e-6)
+  assert after_one[0].tolist() == [1.0, 2.0]
+  # Adam's first step moves each coordinate by lr against the gradient's sign.
+  assert after_one[1] == pytest.approx([2.9, 4.1], abs=1e-5)
+  # Step 2 touches only row 0: rows 1 and 3 keep their values (Adam's
+  # momentum would move them again), row 0 moves against its gradient.
+  lazy.apply_gradients([(tf.IndexedSlices(
+      tf.constant([[1.0, 1.0]]), tf.constant([0]), tf.constant([4, 2])),
+                         lazy_table)])
+  after_two = lazy_table.numpy()
+  # The full step at once (no momentum for sparse rows): a lazy update with
+  # beta_1 = 0.9 momentum would move it about half as far (0.074).
+  assert ([1.0, 2.0] - after_two[0]) == pytest.approx([0.141, 0.141], abs=1e-3)
+  assert after_two[1:].tolist() == after_one[1:].tolist()
