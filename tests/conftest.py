@@ -98,3 +98,28 @@ def assert_serves_raw_text(model_dir, text_column='comment_text'):
   assert all(0.0 <= v <= 1.0 for v in served['values'])
   assert served['signatures'] == ['serving_default', 'transform_features']
   return served['values']
+
+
+# The session's shared pipeline run is made once: under `pytest -n 2 --dist
+# loadgroup` (make test) every test file that uses it runs on the same worker.
+SHARED_RUN_FIXTURES = frozenset(('pipeline_run', 'pipeline_data'))
+SHARED_RUN_GROUP = 'shared_pipeline_run'
+
+
+def pytest_collection_modifyitems(config, items):
+  """Puts each test file in one xdist group, and every file using the shared run in one.
+
+  A file stays on one worker, so its module-scoped fixtures (a Trainer run, a
+  compiled pipeline) are made once; files that share the session's pipeline
+  run go to one worker together, so that run is made once too. The shared
+  group is scheduled first because it is the longest.
+  """
+  del config  # Unused.
+  shared_files = {item.nodeid.split('::')[0] for item in items
+                  if SHARED_RUN_FIXTURES & set(item.fixturenames)}
+  for item in items:
+    path = item.nodeid.split('::')[0]
+    group = SHARED_RUN_GROUP if path in shared_files else path
+    item.add_marker(pytest.mark.xdist_group(group))
+  # A stable sort keeps pytest's order inside each group.
+  items.sort(key=lambda item: item.nodeid.split('::')[0] not in shared_files)
