@@ -106,6 +106,7 @@ SHARED_RUN_FIXTURES = frozenset(('pipeline_run', 'pipeline_data'))
 SHARED_RUN_GROUP = 'shared_pipeline_run'
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(config, items):
   """Puts each test file in one xdist group, and every file using the shared run in one.
 
