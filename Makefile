@@ -20,7 +20,7 @@ PYTEST_ARGS ?=
 # Beam's DirectRunner, MLMD), so two files at a time use both cores; tests/conftest.py
 # keeps each file, and the files sharing the session's pipeline run, on one worker.
 TEST_WORKERS ?= 2
-XDIST := -n $(TEST_WORKERS) --dist loadgroup
+XDIST := -n $(TEST_WORKERS)
 # e.g. make bench BENCH_ARGS="--only preflight --quick"; the suite is bench/suite.py (not installed).
 BENCH_ARGS ?=
 

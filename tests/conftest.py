@@ -100,27 +100,55 @@ def assert_serves_raw_text(model_dir, text_column='comment_text'):
   return served['values']
 
 
-# The session's shared pipeline run is made once: under `pytest -n 2 --dist
-# loadgroup` (make test) every test file that uses it runs on the same worker.
+
+# Under `make test` (pytest -n 2) each test file runs on one worker, so its
+# module-scoped fixtures (a Trainer run, a compiled pipeline) are made once, and
+# the files that use the session's shared pipeline run go to one worker
+# together, so that run is made once too. (xdist's own `--dist loadgroup` marks
+# do not work with pytest 9: xdist 3.8 renames node ids through an attribute
+# pytest 9 no longer reads.)
 SHARED_RUN_FIXTURES = frozenset(('pipeline_run', 'pipeline_data'))
-SHARED_RUN_GROUP = 'shared_pipeline_run'
+SHARED_RUN_FILES = frozenset((
+    'tests/components/test_trainer.py',
+    'tests/pipeline/test_local_e2e.py',
+    'tests/pipeline/test_report.py',
+    'tests/test_benchmarks.py',
+    'tests/test_rehearse_cli.py',
+))
+SHARED_RUN_GROUP = 'shared-pipeline-run'
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def xdist_work_unit(nodeid):
+  """The xdist work unit of a test: its file, or the shared-run group."""
+  path = nodeid.split('::', 1)[0]
+  return SHARED_RUN_GROUP if path in SHARED_RUN_FILES else path
+
+
+def pytest_xdist_make_scheduler(config, log):
+  """Schedules whole files (and the shared-run group) on the workers."""
+  from xdist.scheduler import LoadScopeScheduling  # pylint: disable=g-import-not-at-top
+
+  class FileGroupScheduling(LoadScopeScheduling):
+
+    def _split_scope(self, nodeid):
+      return xdist_work_unit(nodeid)
+
+  return FileGroupScheduling(config, log)
+
+
 def pytest_collection_modifyitems(config, items):
-  """Puts each test file in one xdist group, and every file using the shared run in one.
+  """Checks SHARED_RUN_FILES against the fixtures, and runs that group first.
 
-  A file stays on one worker, so its module-scoped fixtures (a Trainer run, a
-  compiled pipeline) are made once; files that share the session's pipeline
-  run go to one worker together, so that run is made once too. The shared
-  group is scheduled first because it is the longest.
+  The shared group is the longest work unit; starting it first keeps the
+  other worker busy with the rest meanwhile.
   """
   del config  # Unused.
-  shared_files = {item.nodeid.split('::')[0] for item in items
-                  if SHARED_RUN_FIXTURES & set(item.fixturenames)}
-  for item in items:
-    path = item.nodeid.split('::')[0]
-    group = SHARED_RUN_GROUP if path in shared_files else path
-    item.add_marker(pytest.mark.xdist_group(group))
-  # A stable sort keeps pytest's order inside each group.
-  items.sort(key=lambda item: item.nodeid.split('::')[0] not in shared_files)
+  using = {item.nodeid.split('::', 1)[0] for item in items
+           if SHARED_RUN_FIXTURES & set(item.fixturenames)}
+  # A partial run (one file, -k) sees only some of the files.
+  collected = {item.nodeid.split('::', 1)[0] for item in items}
+  if using != SHARED_RUN_FILES & collected:
+    raise pytest.UsageError(
+        'tests/conftest.py: SHARED_RUN_FILES must list exactly the test files '
+        f'that use {sorted(SHARED_RUN_FIXTURES)}; they are {sorted(using)}')
+  items.sort(key=lambda item: xdist_work_unit(item.nodeid) != SHARED_RUN_GROUP)
