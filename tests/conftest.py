@@ -100,7 +100,6 @@ def assert_serves_raw_text(model_dir, text_column='comment_text'):
   return served['values']
 
 
-
 # Under `make test` (pytest -n 2) each test file runs on one worker, so its
 # module-scoped fixtures (a Trainer run, a compiled pipeline) are made once, and
 # the files that use the session's shared pipeline run go to one worker
@@ -125,7 +124,12 @@ def xdist_work_unit(nodeid):
 
 
 def pytest_xdist_make_scheduler(config, log):
-  """Schedules whole files (and the shared-run group) on the workers."""
+  """Schedules whole files (and the shared-run group) on the workers.
+
+  In the order `pytest_collection_modifyitems` leaves them (xdist would
+  otherwise start with the files that have the most tests, which are the
+  quick ones, and end with a long file running alone).
+  """
   from xdist.scheduler import LoadScopeScheduling  # pylint: disable=g-import-not-at-top
 
   class FileGroupScheduling(LoadScopeScheduling):
@@ -133,14 +137,16 @@ def pytest_xdist_make_scheduler(config, log):
     def _split_scope(self, nodeid):
       return xdist_work_unit(nodeid)
 
+  config.option.loadscopereorder = False
   return FileGroupScheduling(config, log)
 
 
 def pytest_collection_modifyitems(config, items):
-  """Checks SHARED_RUN_FILES against the fixtures, and runs that group first.
+  """Checks SHARED_RUN_FILES against the fixtures; puts the long files first.
 
-  The shared group is the longest work unit; starting it first keeps the
-  other worker busy with the rest meanwhile.
+  The shared-run group is the longest work unit, then come the files with
+  e2e or slow tests: started first, they overlap each other and the quick
+  files fill the gaps, instead of one long file running alone at the end.
   """
   del config  # Unused.
   using = {item.nodeid.split('::', 1)[0] for item in items
@@ -151,4 +157,12 @@ def pytest_collection_modifyitems(config, items):
     raise pytest.UsageError(
         'tests/conftest.py: SHARED_RUN_FILES must list exactly the test files '
         f'that use {sorted(SHARED_RUN_FIXTURES)}; they are {sorted(using)}')
-  items.sort(key=lambda item: xdist_work_unit(item.nodeid) != SHARED_RUN_GROUP)
+  long_units = {xdist_work_unit(item.nodeid) for item in items
+                if item.get_closest_marker('e2e') or
+                item.get_closest_marker('slow')}
+
+  def rank(item):
+    unit = xdist_work_unit(item.nodeid)
+    return (unit != SHARED_RUN_GROUP, unit not in long_units)
+
+  items.sort(key=rank)  # Stable: pytest's order within each rank.
