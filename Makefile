@@ -16,6 +16,11 @@ export PYTHONWARNINGS ?= ignore::FutureWarning
 
 DEMO_OUTPUT ?= outputs/demo
 PYTEST_ARGS ?=
+# Two workers: most of the suite waits on single-threaded work (process start-up,
+# Beam's DirectRunner, MLMD), so two files at a time use both cores; tests/conftest.py
+# keeps each file, and the files sharing the session's pipeline run, on one worker.
+TEST_WORKERS ?= 2
+XDIST := -n $(TEST_WORKERS)
 # e.g. make bench BENCH_ARGS="--only preflight --quick"; the suite is bench/suite.py (not installed).
 BENCH_ARGS ?=
 
@@ -35,10 +40,10 @@ demo: $(STAMP)
 	$(VENV)/bin/autostrategy run --output $(DEMO_OUTPUT)
 
 test: $(STAMP)
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) $(PYTEST_ARGS)
 
 test-fast: $(STAMP)
-	$(PY) -m pytest -m "not e2e and not slow" $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) -m "not e2e and not slow" $(PYTEST_ARGS)
 
 bench: $(STAMP)
 	$(PY) -m bench.suite $(BENCH_ARGS)

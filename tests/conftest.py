@@ -98,3 +98,71 @@ def assert_serves_raw_text(model_dir, text_column='comment_text'):
   assert all(0.0 <= v <= 1.0 for v in served['values'])
   assert served['signatures'] == ['serving_default', 'transform_features']
   return served['values']
+
+
+# Under `make test` (pytest -n 2) each test file runs on one worker, so its
+# module-scoped fixtures (a Trainer run, a compiled pipeline) are made once, and
+# the files that use the session's shared pipeline run go to one worker
+# together, so that run is made once too. (xdist's own `--dist loadgroup` marks
+# do not work with pytest 9: xdist 3.8 renames node ids through an attribute
+# pytest 9 no longer reads.)
+SHARED_RUN_FIXTURES = frozenset(('pipeline_run', 'pipeline_data'))
+SHARED_RUN_FILES = frozenset((
+    'tests/components/test_trainer.py',
+    'tests/pipeline/test_local_e2e.py',
+    'tests/pipeline/test_report.py',
+    'tests/test_benchmarks.py',
+    'tests/test_rehearse_cli.py',
+))
+SHARED_RUN_GROUP = 'shared-pipeline-run'
+
+
+def xdist_work_unit(nodeid):
+  """The xdist work unit of a test: its file, or the shared-run group."""
+  path = nodeid.split('::', 1)[0]
+  return SHARED_RUN_GROUP if path in SHARED_RUN_FILES else path
+
+
+def pytest_xdist_make_scheduler(config, log):
+  """Schedules whole files (and the shared-run group) on the workers.
+
+  In the order `pytest_collection_modifyitems` leaves them (xdist would
+  otherwise start with the files that have the most tests, which are the
+  quick ones, and end with a long file running alone).
+  """
+  from xdist.scheduler import LoadScopeScheduling  # pylint: disable=g-import-not-at-top
+
+  class FileGroupScheduling(LoadScopeScheduling):
+
+    def _split_scope(self, nodeid):
+      return xdist_work_unit(nodeid)
+
+  config.option.loadscopereorder = False
+  return FileGroupScheduling(config, log)
+
+
+def pytest_collection_modifyitems(config, items):
+  """Checks SHARED_RUN_FILES against the fixtures; puts the long files first.
+
+  The shared-run group is the longest work unit, then come the files with
+  e2e or slow tests: started first, they overlap each other and the quick
+  files fill the gaps, instead of one long file running alone at the end.
+  """
+  del config  # Unused.
+  using = {item.nodeid.split('::', 1)[0] for item in items
+           if SHARED_RUN_FIXTURES & set(item.fixturenames)}
+  # A partial run (one file, -k) sees only some of the files.
+  collected = {item.nodeid.split('::', 1)[0] for item in items}
+  if using != SHARED_RUN_FILES & collected:
+    raise pytest.UsageError(
+        'tests/conftest.py: SHARED_RUN_FILES must list exactly the test files '
+        f'that use {sorted(SHARED_RUN_FIXTURES)}; they are {sorted(using)}')
+  long_units = {xdist_work_unit(item.nodeid) for item in items
+                if item.get_closest_marker('e2e') or
+                item.get_closest_marker('slow')}
+
+  def rank(item):
+    unit = xdist_work_unit(item.nodeid)
+    return (unit != SHARED_RUN_GROUP, unit not in long_units)
+
+  items.sort(key=rank)  # Stable: pytest's order within each rank.
