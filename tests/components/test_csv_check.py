@@ -1,4 +1,8 @@
-"""Tests of the CSV preflight check (pure Python; no TensorFlow)."""
+"""Tests of the CSV preflight check (pure Python; no TensorFlow).
+
+Over 300 lines: one short test per way a CSV can be bad, each with its exact
+message; they read best as one list.
+"""
 
 import os
 import re

@@ -1,4 +1,8 @@
-"""AutoStrategyTrainer: executor Do() on real Transform output, resume, errors."""
+"""AutoStrategyTrainer: executor Do() on real Transform output, resume, errors.
+
+One file (over 300 lines) because its tests share two module-scoped runs of
+the real Trainer (`upstream`, `trained`) that a split would repeat.
+"""
 
 import glob
 import json

@@ -1,6 +1,7 @@
 """Compiling `create_pipeline` for Vertex AI and Kubeflow: the JSON says it all.
 
-Every accelerator is compiled for both targets once (module fixture); each
+Every accelerator is compiled for both targets once (module fixture, which is
+why this is one file of over 300 lines); each
 result is parsed with KFP's own protos and checked for the DAG, the image, the
 Trainer's executor and its machine.
 """

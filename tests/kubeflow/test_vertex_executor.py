@@ -3,6 +3,8 @@
 The execution properties are those the compiled pipeline gives the step,
 turned into Python values by TFX's own Kubeflow V2 container code, so the
 test follows them from the JSON to the remote executor's command line.
+One file (over 300 lines) around one module-scoped compiled pipeline
+(`exec_properties`).
 """
 
 import json

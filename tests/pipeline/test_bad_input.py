@@ -7,7 +7,8 @@ running, 3 not blessed (see tfx_autostrategy/failures.py and the README's
 failure-mode table).
 
 Preflight rejections (exit 2) take about a second each: TFX is not imported
-before the data is checked. The pipeline cases share runs to stay cheap:
+before the data is checked. The pipeline cases share runs to stay cheap (the
+reason this file is one file of over 300 lines):
 
 * schema drift (a new column and a changed type) stops at the AnomaliesGate;
 * one output directory then sees three runs of a small data set that has
