@@ -74,7 +74,8 @@ def test_each_component_hashes_exactly_the_package_files_it_runs():
       [config_lib.TRAINER_MODULE_FILE, executor])) == [
           'components/__init__.py', 'components/cluster.py',
           'components/conventions.py', 'components/devices.py',
-          'components/distribution_plan.py', 'components/models.py',
+          'components/distribution_plan.py',
+          'components/embedding_training.py', 'components/models.py',
           'components/rehearsal.py', 'components/settings.py',
           'components/strategies.py', 'components/trainer/__init__.py',
           'components/trainer/callbacks.py', 'components/trainer/executor.py',
