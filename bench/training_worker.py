@@ -47,6 +47,17 @@ from tfx_autostrategy import tf_env
 VARIANTS = ('trainer', 'memory', 'streamed', 'predict', 'input')
 
 
+def text_settings_of(tf_transform_output, settings_lib):
+  """TextSettings with the fixed lengths the transformed examples have."""
+  spec = tf_transform_output.transformed_feature_spec()
+  lengths = {'sequence_length': spec[settings_lib.TEXT_IDS].shape[0]}
+  if settings_lib.CHAR_NGRAMS in spec:
+    lengths['char_ngram_length'] = spec[settings_lib.CHAR_NGRAMS].shape[0]
+  else:
+    lengths['char_ngram_min'] = 0
+  return settings_lib.TextSettings(**lengths)
+
+
 def _configure_devices(cpu_replicas: int) -> None:
   tf_env.set_keras_flavour()
   from tfx_autostrategy.components import cpu_replicas as cpu_replicas_lib  # pylint: disable=g-import-not-at-top
@@ -184,7 +195,6 @@ def main(argv=None) -> int:
 
   trainer_settings = settings_lib.TrainerSettings(
       model=args.model, per_replica_batch_size=args.per_replica_batch_size)
-  text_settings = settings_lib.TextSettings()
   # As in run_fn.
   strategy, plan, _ = distribution_plan.resolve(
       trainer_settings.accelerator, trainer_settings.per_replica_batch_size,
@@ -193,6 +203,8 @@ def main(argv=None) -> int:
   batch = plan.global_batch_size
   fn_args = fn_args_for(args.examples, args.transform_graph)
   tf_transform_output = tft.TFTransformOutput(fn_args.transform_output)
+  # The lengths Transform padded to (`auto` picks them from the data).
+  text_settings = text_settings_of(tf_transform_output, settings_lib)
 
   train_examples = count_examples(fn_args.train_files)
   steps = args.steps or max(1, min(args.max_steps, train_examples // batch))

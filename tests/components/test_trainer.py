@@ -48,7 +48,14 @@ def upstream(pipeline_run):
   }
 
 
-def exec_properties(**trainer_overrides):
+@pytest.fixture(scope='module')
+def run_text(pipeline_run):
+  """The TextSettings the shared run's Transform used (its lengths are `auto`)."""
+  _, result, _ = pipeline_run
+  return settings_lib.TextSettings(**result['text_lengths'])
+
+
+def exec_properties(text, **trainer_overrides):
   trainer_settings = settings_lib.TrainerSettings(**{
       'epochs': 2, 'per_replica_batch_size': 16, **trainer_overrides})
   properties = {
@@ -56,8 +63,7 @@ def exec_properties(**trainer_overrides):
       'eval_args': '{}',
       'module_file': config_lib.TRAINER_MODULE_FILE,
       'custom_config': '{}',
-      **spec_lib.settings_parameters(trainer_settings,
-                                     settings_lib.TextSettings()),
+      **spec_lib.settings_parameters(trainer_settings, text),
   }
   return properties
 
@@ -113,10 +119,10 @@ def serve(model_dir):
 
 
 @pytest.fixture(scope='module')
-def trained(upstream, tmp_path_factory):
+def trained(upstream, run_text, tmp_path_factory):
   """One executor run: (process, spec)."""
   return run_executor(upstream, tmp_path_factory.mktemp('trained'),
-                      exec_properties())
+                      exec_properties(run_text))
 
 
 def test_executor_trains_from_statistics_and_exports(upstream, trained):
@@ -141,9 +147,10 @@ def test_executor_trains_from_statistics_and_exports(upstream, trained):
                    r'cached in memory: train, eval \(budget 1024 MiB\)', log)
 
 
-def test_warm_start_from_a_base_model(upstream, trained, tmp_path):
+def test_warm_start_from_a_base_model(upstream, run_text, trained, tmp_path):
   _, cold_spec = trained
-  proc, spec = run_executor(upstream, tmp_path, exec_properties(epochs=1),
+  proc, spec = run_executor(upstream, tmp_path,
+                            exec_properties(run_text, epochs=1),
                             base_model=cold_spec['model'])
   assert proc.returncode == 0, proc.stderr[-3000:]
   base = os.path.join(cold_spec['model'], 'Format-Serving')
@@ -203,8 +210,9 @@ def read_until_paused(proc, seconds=420):
   return ''.join(output)
 
 
-def test_killed_trainer_resumes_from_the_last_finished_epoch(upstream, tmp_path):
-  properties = exec_properties(epochs=2)
+def test_killed_trainer_resumes_from_the_last_finished_epoch(upstream, run_text,
+                                                             tmp_path):
+  properties = exec_properties(run_text, epochs=2)
   proc, spec = run_executor(upstream, tmp_path, properties,
                             pause_after_epoch=1, wait=False)
   first = read_until_paused(proc)
@@ -223,7 +231,7 @@ def test_killed_trainer_resumes_from_the_last_finished_epoch(upstream, tmp_path)
 
 
 def test_killed_tpu_trainer_loses_at_most_the_steps_since_its_step_backup(
-    upstream, tmp_path):
+    upstream, run_text, tmp_path):
   # A TPU gets no preemption notice, so its plan backs up every N steps. The
   # TPU runtime and its device discovery are the rehearsal stand-ins (two
   # logical CPU devices for two cores); the TPU plan, BackupAndRestore, the
@@ -231,7 +239,7 @@ def test_killed_tpu_trainer_loses_at_most_the_steps_since_its_step_backup(
   # execution: saved after steps 4 and 8; killed right after step 8.
   shape = {'name': 'tpu-v3-8', 'kind': 'tpu', 'accelerators_per_worker': 2,
            'workers': 1, 'tpu_type': 'v3-8'}
-  properties = exec_properties(epochs=1, per_replica_batch_size=8,
+  properties = exec_properties(run_text, epochs=1, per_replica_batch_size=8,
                                accelerator='tpu', steps_per_execution=2,
                                backup_every_steps=4)
   properties['train_args'] = json.dumps({'num_steps': 16})
@@ -264,9 +272,11 @@ def test_killed_tpu_trainer_loses_at_most_the_steps_since_its_step_backup(
   assert serve(os.path.join(spec['model'], 'Format-Serving'))['shape'] == [3]
 
 
-def test_too_little_data_names_the_split_count_and_batch(upstream, tmp_path):
+def test_too_little_data_names_the_split_count_and_batch(upstream, run_text,
+                                                         tmp_path):
   proc, _ = run_executor(upstream, tmp_path,
-                         exec_properties(per_replica_batch_size=100000))
+                         exec_properties(run_text,
+                                         per_replica_batch_size=100000))
   assert proc.returncode != 0
   assert re.search(r"split 'train' has \d+ examples, fewer than one global "
                    r'batch of 100000', proc.stderr), proc.stderr[-3000:]
@@ -347,9 +357,10 @@ def _rows(batches):
   return rows
 
 
-def test_decoded_example_bytes_counts_every_transformed_feature(upstream):
+def test_decoded_example_bytes_counts_every_transformed_feature(upstream,
+                                                                run_text):
   _, tf_transform_output = _transformed(upstream)
-  text = settings_lib.TextSettings()
+  text = run_text
   # text_ids + char_ngrams + the label, int64 each.
   assert input_pipeline.decoded_example_bytes(tf_transform_output) == (
       (text.sequence_length + text.char_ngram_length + 1) * 8)
