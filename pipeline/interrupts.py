@@ -10,12 +10,21 @@ summary and releases the output directory's lock. A second signal while that
 happens (a user pressing Ctrl-C again) exits the process at once with the
 conventional code 128 + signal number, writing nothing more.
 
+A handler can also run inside a `__del__` or weakref callback of the
+garbage collector, where Python ignores any exception ("Exception ignored
+in ..."): seen in the Evaluator, whose run then went on to push a model. Such
+an `Interrupted` reaches `sys.unraisablehook`, which has a timer thread send
+the same signal to the main thread again a moment later, when it has left the
+callback, so it is raised in ordinary code (again if need be).
+
 Imports only the standard library.
 """
 
 import contextlib
 import os
 import signal
+import sys
+import threading
 from typing import Iterator, Sequence
 
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -58,16 +67,36 @@ def stop_on_signals(
   so a second signal never lands in that clean-up as a traceback.
   """
   received = []
+  redeliver = []
 
   def handler(signum, frame):  # pylint: disable=unused-argument
+    if redeliver:  # The first signal again, its exception having been lost.
+      redeliver.clear()
+      raise Interrupted(received[0])
     if received:
       exit_now(signum)
     received.append(signum)
     raise Interrupted(signum)
 
+  previous_hook = sys.unraisablehook
+
+  def unraisable(hook_args):
+    if isinstance(hook_args.exc_value, Interrupted):
+      redeliver.append(True)
+      # Not from here: a handler run now would still be inside the callback.
+      again = threading.Timer(
+          0.05, signal.pthread_kill,
+          (threading.main_thread().ident, hook_args.exc_value.signum))
+      again.daemon = True
+      again.start()
+    else:
+      previous_hook(hook_args)
+
   previous = {s: signal.signal(s, handler) for s in signals}
+  sys.unraisablehook = unraisable
   try:
     yield
   finally:
+    sys.unraisablehook = previous_hook
     for s, old in previous.items():
       signal.signal(s, old)
