@@ -8,6 +8,7 @@ causes).
 
 import argparse
 import contextlib
+import logging
 import os
 import sys
 import time
@@ -87,7 +88,6 @@ def _run_locked(args: argparse.Namespace, defaults: Mapping[str, Any],
   try:
     with console.logs_to_file(layout.log_path) as (user_out, _):
       progress.stream = user_out
-      import logging  # pylint: disable=g-import-not-at-top
       try:
         result = local_runner.run_pipeline(config, on_event=progress.on_event,
                                            on_epoch=progress.on_epoch)
@@ -107,6 +107,10 @@ def _run_locked(args: argparse.Namespace, defaults: Mapping[str, Any],
     failure = failure or error
   elapsed = time.monotonic() - started
   if stopped is not None:
+    # A component stopped half-way leaves TensorFlow objects behind (e.g. a
+    # half-restored checkpoint) whose deletion at exit warns on stderr, after
+    # the line that says what happened; the full log has the run's record.
+    logging.getLogger('tensorflow').setLevel(logging.ERROR)
     return run_outcome.interrupted(stopped, partial, progress.current, elapsed,
                                    layout, summary_path, report_keys, out)
   if failure is not None:
