@@ -15,6 +15,8 @@ T = TypeVar('T')
 # Names of the transformed features the Trainer consumes.
 TEXT_IDS = 'text_ids'
 CHAR_NGRAMS = 'char_ngrams'
+# TF-IDF weight of each id in CHAR_NGRAMS (float32, 0 at padding).
+CHAR_NGRAM_WEIGHTS = 'char_ngram_weights'
 LABEL = 'label'
 
 MODELS = ('bow', 'transformer', 'hub')
@@ -38,7 +40,10 @@ class TextSettings:
     num_oov_buckets: hash buckets for out-of-vocabulary words.
     char_ngram_min: shortest character n-gram (0 disables n-grams).
     char_ngram_max: longest character n-gram.
-    char_ngram_buckets: hash buckets for character n-grams.
+    char_ngram_vocab_size: top-k character n-grams kept in their vocabulary
+      (n-grams outside it are dropped, not hashed).
+    char_ngram_min_frequency: n-grams found in fewer training texts are
+      dropped (a rare n-gram is noise to a linear model).
     char_ngram_length: number of n-gram ids per example after padding.
     tokenizer: 'words' (vocabulary) or 'sentencepiece'.
     sentencepiece_model: path of a SentencePiece model file.
@@ -53,7 +58,8 @@ class TextSettings:
   num_oov_buckets: int = 64
   char_ngram_min: int = 2
   char_ngram_max: int = 5
-  char_ngram_buckets: int = 50000
+  char_ngram_vocab_size: int = 100000
+  char_ngram_min_frequency: int = 2
   char_ngram_length: int = 512
   tokenizer: str = 'words'
   sentencepiece_model: str = ''
@@ -77,7 +83,7 @@ class TextSettings:
   @property
   def char_vocab_size(self) -> int:
     """Size of the id space of `CHAR_NGRAMS` (0 is padding)."""
-    return self.char_ngram_buckets + 1
+    return self.char_ngram_vocab_size + 1
 
 
 @dataclasses.dataclass(frozen=True)

@@ -17,9 +17,10 @@ import pytest
 from tfx_autostrategy import cli
 from tfx_autostrategy import run_preflight
 
-# 20 training rows: 19 of 'a b c' (3 words, 9 n-grams of lengths 2-5) and one
-# of 30 words (90 n-grams); eval rows are longer and must not count.
-TRAIN_TEXTS = ['a b c'] * 19 + [' '.join(['w'] * 30)]
+# 20 training rows: 19 of 'a b c' (3 words, 9 distinct n-grams of lengths
+# 2-5) and one of 30 different words (over 100 distinct n-grams); eval rows
+# are longer and must not count.
+TRAIN_TEXTS = ['a b c'] * 19 + [' '.join(f'w{i}' for i in range(30))]
 EVAL_TEXTS = [' '.join(['long'] * 200)] * 4
 
 

@@ -11,7 +11,7 @@ path, so the exported model serves without this package (the SentencePiece
 path needs `import tensorflow_text` in the serving process).
 """
 
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 import tensorflow as tf
 import tensorflow_transform as tft
@@ -19,6 +19,9 @@ import tensorflow_transform as tft
 from tfx_autostrategy.components import settings as settings_lib
 
 WORD_VOCABULARY = 'words'
+CHAR_NGRAM_VOCABULARY = 'char_ngrams'
+# Hash buckets of the n-grams' document frequencies (IDF).
+IDF_BUCKETS = 2 ** 20
 URL_TOKEN = 'xxurl'
 NUMBER_TOKEN = 'xxnum'
 # Word boundary markers for character n-grams, as in fastText.
@@ -109,6 +112,109 @@ def fixed_length(ids: tf.RaggedTensor, length: int) -> tf.Tensor:
   return tf.cast(dense, tf.int64)
 
 
+def distinct_per_row(values: tf.RaggedTensor
+                    ) -> Tuple[tf.RaggedTensor, tf.RaggedTensor]:
+  """Each row's distinct strings in first-seen order, and how often each occurs.
+
+  Args:
+    values: `[batch, (n)]` strings.
+
+  Returns:
+    `([batch, (distinct)] strings, [batch, (distinct)] int64 counts)`.
+  """
+  rows = values.value_rowids()
+  # The row number and a space cannot be confused with an n-gram's text.
+  keys = tf.strings.join([tf.strings.as_string(rows), values.flat_values],
+                         separator=' ')
+  _, index, counts = tf.unique_with_counts(keys, out_idx=tf.int64)
+  # tf.unique numbers keys in order of first occurrence, so the first
+  # positions come out increasing: rows stay together and in text order.
+  first = tf.math.unsorted_segment_min(
+      tf.range(tf.size(keys, out_type=tf.int64)), index, tf.size(counts))
+  nrows = values.nrows()
+  return (tf.RaggedTensor.from_value_rowids(
+              tf.gather(values.flat_values, first), tf.gather(rows, first),
+              nrows=nrows),
+          tf.RaggedTensor.from_value_rowids(
+              counts, tf.gather(rows, first), nrows=nrows))
+
+
+def inverse_document_frequency(distinct: tf.RaggedTensor) -> tf.Tensor:
+  """Smoothed IDF of every hash bucket, from the training split (an analyzer).
+
+  `ln((1 + documents) / (1 + documents with the n-gram)) + 1`, as in
+  scikit-learn. Document frequencies are counted per hash bucket of the
+  n-gram text, not per vocabulary id: an analyzer over the vocabulary's ids
+  would need a second analysis phase, which tf.Transform 1.16 runs through a
+  deep copy that Beam 2.74 cannot make (`AppliedPTransform` changed). With
+  2^20 buckets a collision only adds a rare n-gram's count to a frequent
+  one's.
+  """
+  buckets = tf.strings.to_hash_bucket_fast(distinct.flat_values,
+                                           IDF_BUCKETS)
+  in_batch = tf.math.bincount(tf.cast(buckets, tf.int32),
+                              minlength=IDF_BUCKETS, maxlength=IDF_BUCKETS,
+                              dtype=tf.float32)
+  document_frequency = tft.sum(in_batch[tf.newaxis, :],
+                               reduce_instance_dims=False)
+  documents = tf.cast(tft.size(distinct.row_lengths()), tf.float32)
+  return tf.math.log((1.0 + documents) / (1.0 + document_frequency)) + 1.0
+
+
+def tfidf_weights(grams: tf.RaggedTensor, counts: tf.RaggedTensor,
+                  idf: tf.Tensor) -> tf.RaggedTensor:
+  """L2-normalised sublinear TF-IDF weight of each distinct n-gram of a row.
+
+  The term frequency is `1 + ln(count)`; the linear part of the `bow` model
+  sums its per-id coefficients with these weights, which makes it a logistic
+  regression over TF-IDF features.
+  """
+  buckets = tf.strings.to_hash_bucket_fast(grams.flat_values, IDF_BUCKETS)
+  raw = ((1.0 + tf.math.log(tf.cast(counts.flat_values, tf.float32))) *
+         tf.gather(idf, buckets))
+  norm = tf.sqrt(tf.reduce_sum(tf.square(grams.with_flat_values(raw)),
+                               axis=1))
+  return grams.with_flat_values(
+      raw / tf.maximum(tf.gather(norm, grams.value_rowids()), 1e-12))
+
+
+def ngram_ids_and_weights(text: tf.Tensor,
+                          text_settings: settings_lib.TextSettings
+                         ) -> Tuple[tf.Tensor, tf.Tensor]:
+  """Character n-gram ids from a vocabulary, each once, with TF-IDF weights.
+
+  N-grams found in fewer than `char_ngram_min_frequency` training texts, or
+  outside the top `char_ngram_vocab_size`, are dropped (a vocabulary instead
+  of hash buckets: no two n-grams share an id, and the rare ones, most of
+  them in Chinese text, do not take up the fixed length). A row keeps each
+  n-gram once, in first-seen order, so `char_ngram_length` covers more of a
+  long text; how often it occurred goes into its weight.
+
+  Returns:
+    `([batch, char_ngram_length] int64 ids, 0 is padding,
+      [batch, char_ngram_length] float32 weights, 0 at padding)`.
+  """
+  grams = char_ngrams(coarse_words(text), text_settings.char_ngram_min,
+                      text_settings.char_ngram_max)
+  distinct, counts = distinct_per_row(grams)
+  # Counted over distinct n-grams, the vocabulary's frequencies are document
+  # frequencies.
+  vocabulary = tft.vocabulary(
+      distinct, top_k=text_settings.char_ngram_vocab_size,
+      frequency_threshold=text_settings.char_ngram_min_frequency,
+      vocab_filename=CHAR_NGRAM_VOCABULARY)
+  idf = inverse_document_frequency(distinct)
+  ids = tft.apply_vocabulary(distinct, vocabulary, default_value=-1)
+  known = ids >= 0
+  length = text_settings.char_ngram_length
+  ids = tf.ragged.boolean_mask(ids, known)[:, :length]
+  weights = tfidf_weights(
+      tf.ragged.boolean_mask(distinct, known)[:, :length],
+      tf.ragged.boolean_mask(counts, known)[:, :length], idf)
+  dense_weights = weights.to_tensor(default_value=0.0, shape=[None, length])
+  return fixed_length(ids + 1, length), dense_weights
+
+
 def dense_strings(feature: Any) -> tf.Tensor:
   """Turns a `[batch, (0 or 1)]` raw string feature into `[batch]` strings.
 
@@ -157,8 +263,10 @@ def preprocessing_fn(inputs: Dict[str, Any],
 
   Returns:
     `settings.TEXT_IDS` `[batch, sequence_length]` int64 (0 is padding),
-    `settings.CHAR_NGRAMS` `[batch, char_ngram_length]` int64 when n-grams are
-    enabled, and `settings.LABEL` `[batch]` int64 when the label is present.
+    `settings.CHAR_NGRAMS` `[batch, char_ngram_length]` int64 (distinct ids)
+    and `settings.CHAR_NGRAM_WEIGHTS` (their TF-IDF weights, float32) when
+    n-grams are enabled, and `settings.LABEL` `[batch]` int64 when the label
+    is present.
   """
   text_settings = settings_lib.from_json(
       settings_lib.TextSettings, (custom_config or {}).get('text', '{}'))
@@ -177,12 +285,9 @@ def preprocessing_fn(inputs: Dict[str, Any],
     outputs[settings_lib.TEXT_IDS] = fixed_length(
         word_ids + 1, text_settings.sequence_length)
   if text_settings.char_ngram_min:
-    grams = char_ngrams(coarse_words(text), text_settings.char_ngram_min,
-                        text_settings.char_ngram_max)
-    gram_ids = tf.strings.to_hash_bucket_fast(
-        grams.flat_values, text_settings.char_ngram_buckets)
-    outputs[settings_lib.CHAR_NGRAMS] = fixed_length(
-        grams.with_flat_values(gram_ids + 1), text_settings.char_ngram_length)
+    ids, weights = ngram_ids_and_weights(text, text_settings)
+    outputs[settings_lib.CHAR_NGRAMS] = ids
+    outputs[settings_lib.CHAR_NGRAM_WEIGHTS] = weights
   # Serving requests carry no label; the Transform layer prunes this output.
   if text_settings.label_column in inputs:
     outputs[settings_lib.LABEL] = dense_label(

@@ -24,7 +24,7 @@ SCRIPT = textwrap.dedent("""
 
     name, hub_path, precision, export_dir = sys.argv[1:5]
     text = settings.TextSettings(sequence_length=16, vocab_size=50,
-                                 num_oov_buckets=2, char_ngram_buckets=97,
+                                 num_oov_buckets=2, char_ngram_vocab_size=97,
                                  char_ngram_length=24)
     trainer = settings.TrainerSettings(model=name, hub_model_path=hub_path,
                                        per_replica_batch_size=8,
@@ -45,6 +45,9 @@ SCRIPT = textwrap.dedent("""
                            size=(n, text.char_ngram_length))
       grams[::7] = 0
       features[settings.CHAR_NGRAMS] = grams
+      # TF-IDF-like weights, 0 at padding (the transformer ignores them).
+      features[settings.CHAR_NGRAM_WEIGHTS] = np.where(
+          grams > 0, rng.random(grams.shape), 0.0).astype('float32')
     dataset = tf.data.Dataset.from_tensor_slices((features, label)).batch(
         plan.global_batch_size, drop_remainder=True).repeat()
     distribution_plan.apply_precision(plan.precision)
@@ -52,7 +55,7 @@ SCRIPT = textwrap.dedent("""
       model = models.build(text, trainer)
       models.compile_model(model, trainer, plan.steps_per_execution)
     history = model.fit(dataset, steps_per_epoch=6, epochs=3, verbose=0)
-    sample = {k: v[:5] for k, v in features.items()}
+    sample = {k: v[:5] for k, v in features.items() if k in model.input_names}
     out = model.predict(sample, verbose=0)
     assert np.isfinite(out).all(), out
     # Export as the Trainer does and serve the SavedModel without Keras code.
@@ -68,7 +71,8 @@ SCRIPT = textwrap.dedent("""
         'out_shape': list(out.shape), 'out_dtype': str(out.dtype),
         'variables_on_replicas': len(model.trainable_variables[0].values)
             if hasattr(model.trainable_variables[0], 'values') else 1,
-        'compute_dtype': model.layers[-2].compute_dtype,
+        'compute_dtypes': sorted({layer.compute_dtype for layer in model.layers
+                                  if layer.trainable_weights}),
         'trainable_variables': len(model.trainable_variables),
         'served_max_difference': float(np.abs(served - out).max()),
     }))
@@ -114,7 +118,9 @@ def test_hub_encoder_from_a_local_saved_model(tmp_path):
 @pytest.mark.slow
 def test_mixed_precision_keeps_the_output_float32(tmp_path):
   result = _train(tmp_path, 'bow', precision='mixed_bfloat16')
-  assert result['compute_dtype'] == 'bfloat16'
+  # Embeddings and hidden layers in bfloat16; the linear TF-IDF part and
+  # the logits in float32.
+  assert result['compute_dtypes'] == ['bfloat16', 'float32']
   assert result['out_dtype'] == 'float32'
 
 
@@ -130,12 +136,13 @@ def tf_modules():
 def test_empty_text_gives_a_finite_prediction(tf_modules, name):
   tf, models, settings = tf_modules
   text = settings.TextSettings(sequence_length=8, vocab_size=20,
-                               num_oov_buckets=1, char_ngram_buckets=31,
+                               num_oov_buckets=1, char_ngram_vocab_size=31,
                                char_ngram_length=12)
   model = models.build(text, settings.TrainerSettings(model=name))
   features = {settings.TEXT_IDS: tf.constant([[0] * 8, [3, 4] + [0] * 6],
                                              tf.int64),
-              settings.CHAR_NGRAMS: tf.constant([[0] * 12, [5] * 12], tf.int64)}
+              settings.CHAR_NGRAMS: tf.constant([[0] * 12, [5] * 12], tf.int64),
+              settings.CHAR_NGRAM_WEIGHTS: tf.constant([[0.0] * 12, [0.3] * 12])}
   out = model(features).numpy()
   assert out.shape == (2, 1)
   assert all(0.0 < v < 1.0 for v in out.ravel()), out

@@ -99,6 +99,7 @@ def test_empty_and_whitespace_text_is_all_padding(transformed):
   for row in rows[4:6]:
     assert row[settings_lib.TEXT_IDS].tolist() == [0] * settings.sequence_length
     assert row[settings_lib.CHAR_NGRAMS].tolist() == [0] * settings.char_ngram_length
+    assert row[settings_lib.CHAR_NGRAM_WEIGHTS].tolist() == [0.0] * settings.char_ngram_length
 
 
 def test_long_text_is_truncated_to_fixed_length(transformed):
@@ -115,12 +116,46 @@ def test_labels_pass_through(transformed):
   assert [r[settings_lib.LABEL] for r in rows] == [1, 0, 1, 0, 0, 0, 0, 0]
 
 
-def test_char_ngrams_are_hashed_into_range(transformed):
+def test_char_ngrams_come_from_a_vocabulary_without_rare_ones(transformed):
   rows, _, settings = transformed
   grams = np.stack([r[settings_lib.CHAR_NGRAMS] for r in rows])
-  assert grams.min() >= 0 and grams.max() <= settings.char_ngram_buckets
-  # '<yo', 'you', 'ou>' ... the first comment has n-grams, all non-zero.
-  assert (rows[0][settings_lib.CHAR_NGRAMS] > 0).all()
+  assert grams.min() >= 0 and grams.max() <= settings.char_ngram_vocab_size
+  # The first comment's n-grams that other texts share ('<a', 'e>', ...)
+  # are kept, each once, then padding.
+  ids = rows[0][settings_lib.CHAR_NGRAMS].tolist()
+  known = [i for i in ids if i]
+  assert len(known) >= 4 and len(set(known)) == len(known)
+  assert ids == known + [0] * (12 - len(known))
+  # 'Привет МИР идиот' is the only Cyrillic text: each of its n-grams is in
+  # one training text, below char_ngram_min_frequency 2, so all are dropped
+  # (though 'т>' ends two of its words: frequencies count texts).
+  assert rows[2][settings_lib.CHAR_NGRAMS].tolist() == [0] * 12
+  assert rows[2][settings_lib.CHAR_NGRAM_WEIGHTS].tolist() == [0.0] * 12
+
+
+def test_ngram_ids_are_distinct_with_tfidf_weights():
+  rows = [{'comment_text': ['ab'], 'toxic': 0},
+          {'comment_text': ['ab ab'], 'toxic': 0},
+          {'comment_text': ['ab cd'], 'toxic': 1}]
+  transformed, _, _ = _transform(
+      rows, char_ngram_min=2, char_ngram_max=2, char_ngram_length=8,
+      char_ngram_min_frequency=1)
+  ids = [r[settings_lib.CHAR_NGRAMS].tolist() for r in transformed]
+  weights = [r[settings_lib.CHAR_NGRAM_WEIGHTS] for r in transformed]
+  # '<a', 'ab', 'b>' once each, in text order, though 'ab ab' has each twice.
+  assert ids[1] == ids[0] and ids[1][3:] == [0] * 5
+  assert len(set(ids[0][:3])) == 3 and 0 not in ids[0][:3]
+  # 'ab cd': the three 'ab' n-grams, then '<c', 'cd', 'd>', new ids.
+  assert ids[2][:3] == ids[0][:3] and not set(ids[2][3:6]) & set(ids[0])
+  # By hand: 3 documents; the 'ab' n-grams are in all 3, idf
+  # ln(4/4) + 1 = 1; the 'cd' ones in 1, idf ln(4/2) + 1 = 1.6931; a row is
+  # L2-normalised: 1 / sqrt(3 + 3 * 1.6931^2) = 0.29361, 0.49712.
+  np.testing.assert_allclose(
+      weights[2], [0.29361] * 3 + [0.49712] * 3 + [0, 0], atol=1e-5)
+  # Equal weights within a row whatever the count (2 in 'ab ab').
+  np.testing.assert_allclose(weights[1], [3 ** -0.5] * 3 + [0] * 5,
+                             atol=1e-6)
+  assert weights[2].dtype == np.float32
 
 
 def test_out_of_vocabulary_words_go_to_oov_bucket():

@@ -31,7 +31,7 @@ PRELUDE = textwrap.dedent("""
     from tfx_autostrategy.components.trainer import trainer_module
 
     TEXT = settings.TextSettings(sequence_length=16, vocab_size=50,
-                                 num_oov_buckets=2, char_ngram_buckets=97,
+                                 num_oov_buckets=2, char_ngram_vocab_size=97,
                                  char_ngram_length=24)
 
     def dataset(name, batch, rows):
@@ -44,6 +44,8 @@ PRELUDE = textwrap.dedent("""
       if name != 'hub':
         features[settings.CHAR_NGRAMS] = rng.integers(
             0, TEXT.char_vocab_size, size=(rows, TEXT.char_ngram_length))
+        features[settings.CHAR_NGRAM_WEIGHTS] = rng.random(
+            (rows, TEXT.char_ngram_length)).astype('float32')
       return tf.data.Dataset.from_tensor_slices((features, label)).batch(
           batch, drop_remainder=True).repeat()
 """)
@@ -154,7 +156,9 @@ XLA_STEP = PRELUDE + textwrap.dedent("""
           'jit_compile': bool(model.jit_compile),
           'steps_per_execution': int(model._steps_per_execution.numpy()),
           'iterations': int(model.optimizer.iterations.numpy()),
-          'compute_dtype': model.layers[-2].compute_dtype,
+          'compute_dtypes': sorted({layer.compute_dtype
+                                    for layer in model.layers
+                                    if layer.trainable_weights}),
       }
     print(json.dumps({'precision': plan.precision, 'models': results}))
 """)
@@ -170,7 +174,9 @@ def test_every_model_train_step_compiles_with_xla_under_the_tpu_plan(tmp_path):
   for name in ('bow', 'transformer', 'hub'):
     assert result['models'][name] == {
         'jit_compile': True, 'steps_per_execution': 32, 'iterations': 32,
-        'compute_dtype': 'bfloat16'}, name
+        # The policy's bfloat16 in the body, float32 in the output layer
+        # (and the bow model's linear TF-IDF part).
+        'compute_dtypes': ['bfloat16', 'float32']}, name
 
 
 NO_XLA_KERNEL = PRELUDE + textwrap.dedent("""

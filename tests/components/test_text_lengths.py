@@ -28,13 +28,15 @@ TEXTS = [
 
 def test_word_and_ngram_counts_of_known_texts():
   # Literal counts: 'you are an idiot , idiot !!!' is 7 words; '<x>' gives
-  # 2 bigrams + 1 trigram; '<ab>' 3 + 2 + 1.
+  # 2 bigrams + 1 trigram; '<ab>' 3 + 2 + 1; an n-gram counts once per text
+  # ('<ab>' twice: 5 distinct 2-3-grams; '<aaaa>' has '<a', 'aa', 'a>').
   assert text_lengths.word_count(TEXTS[0]) == 7
   assert text_lengths.word_count('') == 0
   assert text_lengths.word_count('😀😀') == 2
   assert text_lengths.ngram_count('x', 2, 5) == 3
   assert text_lengths.ngram_count('ab', 2, 5) == 6
-  assert text_lengths.ngram_count('ab ab', 2, 3) == 10
+  assert text_lengths.ngram_count('ab ab', 2, 3) == 5
+  assert text_lengths.ngram_count('aaaa', 2, 2) == 3
   assert text_lengths.ngram_count(' \t ', 2, 5) == 0
 
 
@@ -103,11 +105,12 @@ def test_counts_equal_the_ids_the_real_transform_makes():
   from tensorflow_transform.tf_metadata import dataset_metadata  # pylint: disable=g-import-not-at-top
   from tensorflow_transform.tf_metadata import schema_utils  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.components.transform import preprocessing  # pylint: disable=g-import-not-at-top
-  # Long enough for every text, and one OOV bucket, so that every word and
-  # n-gram has a non-zero id.
+  # Long enough for every text, one OOV bucket and no n-gram too rare, so
+  # that every word and distinct n-gram has a non-zero id.
   text = settings_lib.TextSettings(
       sequence_length=text_lengths.WORD_CAP, vocab_min_frequency=1,
-      num_oov_buckets=1, char_ngram_length=text_lengths.NGRAM_CAP)
+      num_oov_buckets=1, char_ngram_length=text_lengths.NGRAM_CAP,
+      char_ngram_min_frequency=1)
   config = {'text': settings_lib.to_json(text)}
   metadata = dataset_metadata.DatasetMetadata(
       schema_utils.schema_from_feature_spec({
