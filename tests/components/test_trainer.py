@@ -361,9 +361,11 @@ def test_decoded_example_bytes_counts_every_transformed_feature(upstream,
                                                                 run_text):
   _, tf_transform_output = _transformed(upstream)
   text = run_text
-  # text_ids + char_ngrams + the label, int64 each.
+  # text_ids + char_ngrams + the label, int64 each, and the n-grams'
+  # float32 weights.
   assert input_pipeline.decoded_example_bytes(tf_transform_output) == (
-      (text.sequence_length + text.char_ngram_length + 1) * 8)
+      (text.sequence_length + text.char_ngram_length + 1) * 8 +
+      text.char_ngram_length * 4)
 
 
 def test_cached_input_yields_the_streamed_examples(upstream):

@@ -55,13 +55,13 @@ def test_run_pushes_a_blessed_model_and_ends_with_json(pipeline_run):
   # The defaults are --sequence-length auto and --char-ngram-length auto:
   # picked from the data in the preflight, said on one line, recorded.
   assert ('lengths: --sequence-length auto -> 40 words (95th percentile 33; '
-          'truncates 2.1 % of 1,200 texts), --char-ngram-length auto -> 600 '
-          'n-grams (95th percentile 600; truncates 5.0 %)\n') in proc.stdout
+          'truncates 2.1 % of 1,200 texts), --char-ngram-length auto -> 416 '
+          'n-grams (95th percentile 412; truncates 4.8 %)\n') in proc.stdout
   assert result['text_lengths'] == {'sequence_length': 40,
-                                    'char_ngram_length': 600}
+                                    'char_ngram_length': 416}
   assert summary['text_lengths']['char_ngram_length'] == {
-      'length': 600, 'auto': True, 'percentile': 600, 'capped_at': 0,
-      'texts': 1200, 'truncated_share': 0.05}
+      'length': 416, 'auto': True, 'percentile': 412, 'capped_at': 0,
+      'texts': 1200, 'truncated_share': 0.0483}
   assert result['blessed'] is True
   assert result['pushed_model'].startswith(os.path.join(output, 'serving_model'))
   assert os.path.exists(os.path.join(result['pushed_model'], 'saved_model.pb'))

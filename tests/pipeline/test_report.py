@@ -82,8 +82,8 @@ def test_report_loads_in_chromium_with_auc_plan_and_real_images(pipeline_run):
   assert f'auc\t{result["metrics"]["auc"]:.4f}' in text
   assert 'strategy\tMirroredStrategy' in text
   assert f'num_replicas\t{PIPELINE_RUN_REPLICAS}' in text
-  assert ('fixed lengths\tchar_ngram_length 600 (auto: 95th percentile 600, '
-          'truncates 5.0 % of 1200 texts), sequence_length 40 (auto: 95th '
+  assert ('fixed lengths\tchar_ngram_length 416 (auto: 95th percentile 412, '
+          'truncates 4.8 % of 1200 texts), sequence_length 40 (auto: 95th '
           'percentile 33, truncates 2.1 % of 1200 texts)') in text
   assert ('global_batch_size\t'
           f'{PIPELINE_RUN_PER_REPLICA_BATCH * PIPELINE_RUN_REPLICAS}') in text
