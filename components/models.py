@@ -6,11 +6,12 @@ per example, whatever the mixed-precision policy: serving stays float32.
 Callers build and compile inside `strategy.scope()`.
 """
 
-from typing import Callable, Dict, List, Tuple
+from typing import Callable, Dict
 
 import tensorflow as tf
 
 from tfx_autostrategy.components import embedding_training
+from tfx_autostrategy.components import hub_encoder
 from tfx_autostrategy.components import settings as settings_lib
 
 
@@ -212,88 +213,6 @@ def build_transformer(text_settings: settings_lib.TextSettings,
   return tf.keras.Model(inputs, _probability(x), name='transformer')
 
 
-class BertInputs(tf.keras.layers.Layer):
-  """Turns padded ids into the TF Hub BERT-family encoder inputs."""
-
-  def call(self, ids):
-    ids = tf.cast(ids, tf.int32)
-    return {
-        'input_word_ids': ids,
-        'input_mask': tf.cast(tf.not_equal(ids, 0), tf.int32),
-        'input_type_ids': tf.zeros_like(ids),
-    }
-
-
-def _saved_variables(obj) -> Tuple[List[tf.Variable], List[tf.Variable]]:
-  """(all, trainable) variables of a loaded SavedModel object.
-
-  TF Hub's reusable SavedModels list them in `variables` and
-  `trainable_variables`; other SavedModels are walked attribute by attribute
-  and all their variables count as trainable.
-  """
-  if hasattr(obj, 'variables') and hasattr(obj, 'trainable_variables'):
-    return list(obj.variables), list(obj.trainable_variables)
-  found, seen = [], set()
-
-  def walk(node):
-    if id(node) in seen:
-      return
-    seen.add(id(node))
-    if isinstance(node, tf.Variable):
-      found.append(node)
-    elif isinstance(node, (list, tuple)):
-      for item in node:
-        walk(item)
-    elif isinstance(node, dict):
-      for item in node.values():
-        walk(item)
-    elif isinstance(node, tf.__internal__.tracking.Trackable):
-      for name, value in vars(node).items():
-        if not name.startswith('_'):
-          walk(value)
-
-  walk(obj)
-  return found, found
-
-
-class SavedModelEncoder(tf.keras.layers.Layer):
-  """A trainable Keras layer around a TF2 SavedModel encoder (local path).
-
-  Does what `hub.KerasLayer` does for this case. tensorflow-hub itself cannot
-  be imported here: tfx 1.16 pins it below 0.16, and 0.15 imports
-  `tf.compat.v1.estimator`, which TensorFlow 2.16 no longer has.
-  """
-
-  def __init__(self, path: str, trainable: bool = True, **kwargs):
-    super().__init__(trainable=trainable, **kwargs)
-    self.path = path
-    if not tf.io.gfile.exists(path):
-      raise ValueError(f'hub model path {path!r} does not exist')
-    self._encoder = tf.saved_model.load(path)
-    if not callable(self._encoder):
-      raise ValueError(f'SavedModel at {path!r} is not callable: export the '
-                       'encoder with a __call__ signature (TF Hub TF2 format)')
-    variables, trainable_variables = _saved_variables(self._encoder)
-    trainable_ids = {id(v) for v in trainable_variables}
-    for variable in variables:
-      # Register the loaded variable as this layer's weight: the getter hands
-      # back the existing variable instead of creating a new one.
-      self.add_weight(
-          name=variable.name.split(':')[0], shape=variable.shape,
-          dtype=variable.dtype,
-          trainable=trainable and id(variable) in trainable_ids,
-          experimental_autocast=False,
-          getter=lambda *_, existing=variable, **__: existing)
-
-  def call(self, inputs):
-    return self._encoder(inputs)
-
-  def get_config(self):
-    config = super().get_config()
-    config.update(path=self.path)
-    return config
-
-
 def build_hub(text_settings: settings_lib.TextSettings,
               trainer_settings: settings_lib.TrainerSettings) -> tf.keras.Model:
   """A pretrained encoder from a local SavedModel / TF Hub directory.
@@ -312,8 +231,9 @@ def build_hub(text_settings: settings_lib.TextSettings,
           tf.keras.Input(shape=(text_settings.sequence_length,), dtype=tf.int64,
                          name=settings_lib.TEXT_IDS)
   }
-  encoder = SavedModelEncoder(trainer_settings.hub_model_path, name='encoder')
-  encoded = encoder(BertInputs()(inputs[settings_lib.TEXT_IDS]))
+  encoder = hub_encoder.SavedModelEncoder(trainer_settings.hub_model_path,
+                                          name='encoder')
+  encoded = encoder(hub_encoder.BertInputs()(inputs[settings_lib.TEXT_IDS]))
   x = tf.keras.layers.Dropout(0.1)(encoded['pooled_output'])
   return tf.keras.Model(inputs, _probability(x), name='hub')
 

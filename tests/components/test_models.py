@@ -192,3 +192,22 @@ def test_lazy_adam_moves_only_the_rows_a_batch_looked_up(tf_modules):
   # beta_1 = 0.9 momentum would move it about half as far (0.074).
   assert ([1.0, 2.0] - after_two[0]) == pytest.approx([0.141, 0.141], abs=1e-3)
   assert after_two[1:].tolist() == after_one[1:].tolist()
+
+
+def test_weighted_linear_sums_its_coefficients_by_the_weights(tf_modules):
+  tf, models, _ = tf_modules
+  layer = models.WeightedLinear(5, scale=10.0)
+  ids = tf.constant([[1, 3, 0], [2, 0, 0]], tf.int64)
+  weights = tf.constant([[0.6, 0.8, 0.0], [1.0, 0.0, 0.0]])
+  assert layer([ids, weights]).numpy().tolist() == [[0.0], [0.0]]  # zeros
+  layer.coefficients.assign([0.5, 1.0, -2.0, 0.25, 7.0])
+  with tf.GradientTape() as tape:
+    out = layer([ids, weights])
+  # 10 * (0.6 * 1.0 + 0.8 * 0.25) = 8; 10 * (1.0 * -2.0) = -20; padding
+  # (id 0) has weight 0, and id 4 is not looked up.
+  assert out.numpy().ravel().round(5).tolist() == [8.0, -20.0]
+  gradient = tape.gradient(out, layer.coefficients)
+  # A sparse gradient: LazyAdam updates only the rows a batch used.
+  assert isinstance(gradient, tf.IndexedSlices)
+  dense = tf.convert_to_tensor(gradient).numpy().round(5).tolist()
+  assert dense == [0.0, 6.0, 10.0, 8.0, 0.0]

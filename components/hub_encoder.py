@@ -1,0 +1,92 @@
+"""A pretrained TF2 SavedModel encoder (a TF Hub download) as a Keras layer.
+
+Used by `models.build_hub`. The encoder follows the TF Hub BERT-family
+convention: a dict of `input_word_ids`, `input_mask` and `input_type_ids` in,
+a dict with `pooled_output` out.
+"""
+
+from typing import List, Tuple
+
+import tensorflow as tf
+
+
+class BertInputs(tf.keras.layers.Layer):
+  """Turns padded ids into the TF Hub BERT-family encoder inputs."""
+
+  def call(self, ids):
+    ids = tf.cast(ids, tf.int32)
+    return {
+        'input_word_ids': ids,
+        'input_mask': tf.cast(tf.not_equal(ids, 0), tf.int32),
+        'input_type_ids': tf.zeros_like(ids),
+    }
+
+
+def _saved_variables(obj) -> Tuple[List[tf.Variable], List[tf.Variable]]:
+  """(all, trainable) variables of a loaded SavedModel object.
+
+  TF Hub's reusable SavedModels list them in `variables` and
+  `trainable_variables`; other SavedModels are walked attribute by attribute
+  and all their variables count as trainable.
+  """
+  if hasattr(obj, 'variables') and hasattr(obj, 'trainable_variables'):
+    return list(obj.variables), list(obj.trainable_variables)
+  found, seen = [], set()
+
+  def walk(node):
+    if id(node) in seen:
+      return
+    seen.add(id(node))
+    if isinstance(node, tf.Variable):
+      found.append(node)
+    elif isinstance(node, (list, tuple)):
+      for item in node:
+        walk(item)
+    elif isinstance(node, dict):
+      for item in node.values():
+        walk(item)
+    elif isinstance(node, tf.__internal__.tracking.Trackable):
+      for name, value in vars(node).items():
+        if not name.startswith('_'):
+          walk(value)
+
+  walk(obj)
+  return found, found
+
+
+class SavedModelEncoder(tf.keras.layers.Layer):
+  """A trainable Keras layer around a TF2 SavedModel encoder (local path).
+
+  Does what `hub.KerasLayer` does for this case. tensorflow-hub itself cannot
+  be imported here: tfx 1.16 pins it below 0.16, and 0.15 imports
+  `tf.compat.v1.estimator`, which TensorFlow 2.16 no longer has.
+  """
+
+  def __init__(self, path: str, trainable: bool = True, **kwargs):
+    super().__init__(trainable=trainable, **kwargs)
+    self.path = path
+    if not tf.io.gfile.exists(path):
+      raise ValueError(f'hub model path {path!r} does not exist')
+    self._encoder = tf.saved_model.load(path)
+    if not callable(self._encoder):
+      raise ValueError(f'SavedModel at {path!r} is not callable: export the '
+                       'encoder with a __call__ signature (TF Hub TF2 format)')
+    variables, trainable_variables = _saved_variables(self._encoder)
+    trainable_ids = {id(v) for v in trainable_variables}
+    for variable in variables:
+      # Register the loaded variable as this layer's weight: the getter hands
+      # back the existing variable instead of creating a new one.
+      self.add_weight(
+          name=variable.name.split(':')[0], shape=variable.shape,
+          dtype=variable.dtype,
+          trainable=trainable and id(variable) in trainable_ids,
+          experimental_autocast=False,
+          getter=lambda *_, existing=variable, **__: existing)
+
+  def call(self, inputs):
+    return self._encoder(inputs)
+
+  def get_config(self):
+    config = super().get_config()
+    config.update(path=self.path)
+    return config
