@@ -139,43 +139,41 @@ def distinct_per_row(values: tf.RaggedTensor
               counts, tf.gather(rows, first), nrows=nrows))
 
 
-def inverse_document_frequency(distinct: tf.RaggedTensor) -> tf.Tensor:
+def inverse_document_frequency(buckets: tf.RaggedTensor) -> tf.Tensor:
   """Smoothed IDF of every hash bucket, from the training split (an analyzer).
 
   `ln((1 + documents) / (1 + documents with the n-gram)) + 1`, as in
-  scikit-learn. Document frequencies are counted per hash bucket of the
-  n-gram text, not per vocabulary id: an analyzer over the vocabulary's ids
-  would need a second analysis phase, which tf.Transform 1.16 runs through a
-  deep copy that Beam 2.74 cannot make (`AppliedPTransform` changed). With
-  2^20 buckets a collision only adds a rare n-gram's count to a frequent
-  one's.
+  scikit-learn, from `[batch, (distinct n-grams)]` hash buckets of the
+  n-gram text (`IDF_BUCKETS` of them). Document frequencies are counted per
+  bucket, not per vocabulary id: an analyzer over the vocabulary's ids would
+  need a second analysis phase, which tf.Transform 1.16 runs through a deep
+  copy that Beam 2.74 cannot make (`AppliedPTransform` changed). With 2^20
+  buckets a collision only adds a rare n-gram's count to a frequent one's.
   """
-  buckets = tf.strings.to_hash_bucket_fast(distinct.flat_values,
-                                           IDF_BUCKETS)
-  in_batch = tf.math.bincount(tf.cast(buckets, tf.int32),
+  in_batch = tf.math.bincount(tf.cast(buckets.flat_values, tf.int32),
                               minlength=IDF_BUCKETS, maxlength=IDF_BUCKETS,
                               dtype=tf.float32)
   document_frequency = tft.sum(in_batch[tf.newaxis, :],
                                reduce_instance_dims=False)
-  documents = tf.cast(tft.size(distinct.row_lengths()), tf.float32)
+  documents = tf.cast(tft.size(buckets.row_lengths()), tf.float32)
   return tf.math.log((1.0 + documents) / (1.0 + document_frequency)) + 1.0
 
 
-def tfidf_weights(grams: tf.RaggedTensor, counts: tf.RaggedTensor,
+def tfidf_weights(buckets: tf.RaggedTensor, counts: tf.RaggedTensor,
                   idf: tf.Tensor) -> tf.RaggedTensor:
   """L2-normalised sublinear TF-IDF weight of each distinct n-gram of a row.
 
-  The term frequency is `1 + ln(count)`; the linear part of the `bow` model
-  sums its per-id coefficients with these weights, which makes it a logistic
+  `buckets` are the n-grams' hash buckets (the index into `idf`); the term
+  frequency is `1 + ln(count)`. The linear part of the `bow` model sums its
+  per-id coefficients with these weights, which makes it a logistic
   regression over TF-IDF features.
   """
-  buckets = tf.strings.to_hash_bucket_fast(grams.flat_values, IDF_BUCKETS)
   raw = ((1.0 + tf.math.log(tf.cast(counts.flat_values, tf.float32))) *
-         tf.gather(idf, buckets))
-  norm = tf.sqrt(tf.reduce_sum(tf.square(grams.with_flat_values(raw)),
+         tf.gather(idf, buckets.flat_values))
+  norm = tf.sqrt(tf.reduce_sum(tf.square(buckets.with_flat_values(raw)),
                                axis=1))
-  return grams.with_flat_values(
-      raw / tf.maximum(tf.gather(norm, grams.value_rowids()), 1e-12))
+  return buckets.with_flat_values(
+      raw / tf.maximum(tf.gather(norm, buckets.value_rowids()), 1e-12))
 
 
 def ngram_ids_and_weights(text: tf.Tensor,
@@ -203,13 +201,15 @@ def ngram_ids_and_weights(text: tf.Tensor,
       distinct, top_k=text_settings.char_ngram_vocab_size,
       frequency_threshold=text_settings.char_ngram_min_frequency,
       vocab_filename=CHAR_NGRAM_VOCABULARY)
-  idf = inverse_document_frequency(distinct)
+  buckets = distinct.with_flat_values(
+      tf.strings.to_hash_bucket_fast(distinct.flat_values, IDF_BUCKETS))
+  idf = inverse_document_frequency(buckets)
   ids = tft.apply_vocabulary(distinct, vocabulary, default_value=-1)
   known = ids >= 0
   length = text_settings.char_ngram_length
   ids = tf.ragged.boolean_mask(ids, known)[:, :length]
   weights = tfidf_weights(
-      tf.ragged.boolean_mask(distinct, known)[:, :length],
+      tf.ragged.boolean_mask(buckets, known)[:, :length],
       tf.ragged.boolean_mask(counts, known)[:, :length], idf)
   dense_weights = weights.to_tensor(default_value=0.0, shape=[None, length])
   return fixed_length(ids + 1, length), dense_weights
