@@ -131,12 +131,12 @@ def distinct_per_row(values: tf.RaggedTensor
   # positions come out increasing: rows stay together and in text order.
   first = tf.math.unsorted_segment_min(
       tf.range(tf.size(keys, out_type=tf.int64)), index, tf.size(counts))
+  distinct_rows = tf.gather(rows, first)
   nrows = values.nrows()
   return (tf.RaggedTensor.from_value_rowids(
-              tf.gather(values.flat_values, first), tf.gather(rows, first),
-              nrows=nrows),
-          tf.RaggedTensor.from_value_rowids(
-              counts, tf.gather(rows, first), nrows=nrows))
+              tf.gather(values.flat_values, first), distinct_rows, nrows=nrows),
+          tf.RaggedTensor.from_value_rowids(counts, distinct_rows,
+                                            nrows=nrows))
 
 
 def inverse_document_frequency(buckets: tf.RaggedTensor) -> tf.Tensor:
