@@ -24,7 +24,7 @@ XDIST := -n $(TEST_WORKERS)
 # e.g. make bench BENCH_ARGS="--only preflight --quick"; the suite is bench/suite.py (not installed).
 BENCH_ARGS ?=
 
-.PHONY: venv demo test test-fast bench sample lock clean
+.PHONY: venv demo test test-fast check-install bench sample lock clean
 
 venv: $(STAMP)
 
@@ -44,6 +44,11 @@ test: $(STAMP)
 
 test-fast: $(STAMP)
 	$(PY) -m pytest $(XDIST) -m "not e2e and not slow" $(PYTEST_ARGS)
+
+# Plain pip (no uv, no lock) resolves the package's wheel in a fresh venv to
+# the lock's versions; prints pip's resolution time. Needs PyPI. Run by CI.
+check-install: $(STAMP)
+	$(PY) scripts/check_pip_install.py --python $(BASE_PYTHON)
 
 bench: $(STAMP)
 	$(PY) -m bench.suite $(BENCH_ARGS)

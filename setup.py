@@ -51,12 +51,31 @@ setuptools.setup(
         'tfx_autostrategy.schemas': ['*/*.pbtxt'],
     },
     # Exact versions live in requirements.lock (the one lock file, made from
-    # requirements.in by `make lock`); these are the direct dependencies.
+    # requirements.in by `make lock`). These are the direct dependencies,
+    # bounded so that plain pip resolves quickly to the lock's versions
+    # (`make check-install`): TFX 1.16's tested set (tensorflow/tfx README,
+    # "Compatible versions"), and tf-keras, which tensorflow-hub requires
+    # unbounded (without the bound pip backtracks through tf-keras and
+    # tf-keras-nightly releases built for newer TensorFlows).
     install_requires=[
         'tfx[kfp]==1.16.0',
+        'apache-beam[gcp]>=2.59.0,<2.60',
+        'tensorflow>=2.16.1,<2.17',
+        'tf-keras>=2.16.0,<2.17',
+        'tensorflow-transform>=1.16.0,<1.17',
+        'tfx-bsl>=1.16.1,<1.17',
+        'tensorflow-data-validation>=1.16.1,<1.17',
+        # 0.47.0's wheel lacks tensorflow_model_analysis.addons (requirements.in).
+        'tensorflow-model-analysis>=0.47.1,<0.48',
+        'ml-metadata>=1.16.0,<1.17',
+        'tensorflow-serving-api>=2.16.1,<2.17',
+        'pyarrow>=10.0.1,<11',
+        'protobuf>=3.20.3,<4',
+        'kfp>=2.5.0,<2.6',
         'dill>=0.3.1.1,<0.3.2',
-        'tensorflow-text==2.16.1',
+        'tensorflow-text>=2.16.1,<2.17',
         'regex',  # components/text_lengths.py (apache-beam requires it too)
+        'matplotlib>=3.5',  # pipeline/report_plots.py: the run report's plots
     ],
     extras_require={
         'test': ['pytest', 'sentencepiece', 'scikit-learn'],

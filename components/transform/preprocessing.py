@@ -146,9 +146,10 @@ def inverse_document_frequency(buckets: tf.RaggedTensor) -> tf.Tensor:
   scikit-learn, from `[batch, (distinct n-grams)]` hash buckets of the
   n-gram text (`IDF_BUCKETS` of them). Document frequencies are counted per
   bucket, not per vocabulary id: an analyzer over the vocabulary's ids would
-  need a second analysis phase, which tf.Transform 1.16 runs through a deep
-  copy that Beam 2.74 cannot make (`AppliedPTransform` changed). With 2^20
-  buckets a collision only adds a rare n-gram's count to a frequent one's.
+  need a second analysis phase (a second pass over the data; it crashed under
+  the Beam 2.74 this project once locked, and runs on TFX's tested Beam 2.59,
+  see tests/components/test_two_phase_transform.py). With 2^20 buckets a
+  collision only adds a rare n-gram's count to a frequent one's.
   """
   in_batch = tf.math.bincount(tf.cast(buckets.flat_values, tf.int32),
                               minlength=IDF_BUCKETS, maxlength=IDF_BUCKETS,
