@@ -20,6 +20,15 @@ with each task of the PipelineSpec:
   store), so a first run has no baseline and a second one finds the first
   run's blessed model; an importer task yields its constant URI.
 
+That is the Vertex AI mode. The KFP mode (`mode='kfp'`) follows the
+open-source KFP v2 backend instead (kfp_backend has the sources): no
+`preCacheCheck` hook; outputs recorded in a real SQLite MLMD after each step
+and inputs read back from it, named by their MLMD ids, with an empty type
+schema; the launcher's download of every input into the pod's `/gcs/...`
+(GCS directory markers written as files) and upload of each output's local
+path; the output file inside the pod; output URIs
+`{root}/{run}/{task}/{key}`.
+
 Remote URIs of the file (gs://...) and the image's paths map to local
 directories through `path_map`, for the test only: the compiler keeps
 refusing local paths. The image itself is not built: its code is this
@@ -28,8 +37,9 @@ via `tf_env.subprocess_env`). A step that exits non-zero or writes no
 executor output file raises `StepFailed`, naming the task, its exit code and
 its last stderr lines.
 
-About 350 lines, past the usual 300: one launcher (ordering, ExecutorInput,
-container steps, resolver queries, importer) reads best in one place.
+About 440 lines, past the usual 300: one launcher (ordering, ExecutorInput,
+container steps, resolver queries, importer, in both modes) reads best in
+one place; what is specific to the KFP backend lives in kfp_backend.
 """
 
 import dataclasses
