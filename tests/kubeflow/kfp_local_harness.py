@@ -37,7 +37,7 @@ via `tf_env.subprocess_env`). A step that exits non-zero or writes no
 executor output file raises `StepFailed`, naming the task, its exit code and
 its last stderr lines.
 
-About 440 lines, past the usual 300: one launcher (ordering, ExecutorInput,
+About 470 lines, past the usual 300: one launcher (ordering, ExecutorInput,
 container steps, resolver queries, importer, in both modes) reads best in
 one place; what is specific to the KFP backend lives in kfp_backend.
 """
