@@ -119,6 +119,8 @@ def compile_pipeline(options: compile_options.CompileOptions, output_path: str
   # The KFP package has no runtime config: without this, a run started from
   # it writes under the cluster's default root instead of --pipeline-root.
   spec['defaultPipelineRoot'] = options.pipeline_root
+  if options.target == 'kubeflow':
+    targets.use_kfp_entrypoint(spec)
   platform_spec = targets.kubernetes_platform_spec(options, spec,
                                                    pipeline_lib.TRAINER)
   directory = os.path.dirname(output_path)

@@ -6,7 +6,9 @@
 - `kubeflow`: the Trainer runs in its own pipeline container, which requests
   the accelerator, CPU and memory through KFP's `ResourceSpec`, and lands on
   a GKE node of that accelerator through the Kubernetes platform section of
-  the KFP package (a second YAML document: node selector and toleration).
+  the KFP package (a second YAML document: node selector and toleration);
+  every step runs through `kfp_entrypoint`, which makes TFX's executor
+  entrypoint survive the open-source KFP v2 backend.
 - `--beam-runner dataflow`: the Beam arguments that send the Beam-based
   components to Dataflow.
 
@@ -111,6 +113,33 @@ def kubeflow_resource_spec(pool: worker_pools.WorkerPool):
     spec.accelerator.type = accelerator['type']
     spec.accelerator.count = accelerator['count']
   return spec
+
+
+TFX_ENTRYPOINT = 'tfx.orchestration.kubeflow.v2.container.kubeflow_v2_run_executor'
+KFP_ENTRYPOINT = 'tfx_autostrategy.kubeflow.kfp_entrypoint'
+
+
+def use_kfp_entrypoint(pipeline_spec: Dict[str, Any]) -> None:
+  """Runs each container step of `pipeline_spec` through kfp_entrypoint.
+
+  Its command `python -m <TFX's entrypoint>` becomes `python -m
+  tfx_autostrategy.kubeflow.kfp_entrypoint --task_name TASK`, with TFX's
+  own arguments after it (kfp_entrypoint calls TFX's). The task name is
+  there for error messages: nothing else in a step's ExecutorInput names it.
+
+  Raises:
+    ValueError: a container step whose command is not TFX's entrypoint.
+  """
+  executors = pipeline_spec['deploymentSpec']['executors']
+  for task in sorted(pipeline_spec['root']['dag']['tasks']):
+    container = executors[_executor_label(pipeline_spec, task)].get(
+        'container')
+    if container is None:
+      continue
+    if container['command'] != ['python', '-m', TFX_ENTRYPOINT]:
+      raise ValueError(f'{task}: unexpected command {container["command"]}')
+    container['command'] = ['python', '-m', KFP_ENTRYPOINT]
+    container['args'] = ['--task_name', task] + list(container['args'])
 
 
 def _executor_label(pipeline_spec: Dict[str, Any], task: str) -> str:

@@ -20,6 +20,15 @@ with each task of the PipelineSpec:
   store), so a first run has no baseline and a second one finds the first
   run's blessed model; an importer task yields its constant URI.
 
+That is the Vertex AI mode. The KFP mode (`mode='kfp'`) follows the
+open-source KFP v2 backend instead (kfp_backend has the sources): no
+`preCacheCheck` hook; outputs recorded in a real SQLite MLMD after each step
+and inputs read back from it, named by their MLMD ids, with an empty type
+schema; the launcher's download of every input into the pod's `/gcs/...`
+(GCS directory markers written as files) and upload of each output's local
+path; the output file inside the pod; output URIs
+`{root}/{run}/{task}/{key}`.
+
 Remote URIs of the file (gs://...) and the image's paths map to local
 directories through `path_map`, for the test only: the compiler keeps
 refusing local paths. The image itself is not built: its code is this
@@ -28,14 +37,16 @@ via `tf_env.subprocess_env`). A step that exits non-zero or writes no
 executor output file raises `StepFailed`, naming the task, its exit code and
 its last stderr lines.
 
-About 350 lines, past the usual 300: one launcher (ordering, ExecutorInput,
-container steps, resolver queries, importer) reads best in one place.
+About 470 lines, past the usual 300: one launcher (ordering, ExecutorInput,
+container steps, resolver queries, importer, in both modes) reads best in
+one place; what is specific to the KFP backend lives in kfp_backend.
 """
 
 import dataclasses
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -46,9 +57,14 @@ from google.protobuf import json_format
 from kfp.pipeline_spec import pipeline_spec_pb2
 import yaml
 
+import kfp_backend
+
 from tfx_autostrategy import tf_env
+from tfx_autostrategy.kubeflow import kfp_entrypoint
 
 STORE_FILE = 'kfp_local_artifacts.json'
+MLMD_FILE = 'kfp_mlmd.sqlite'
+MODES = ('vertex', 'kfp')
 # The image's environment (kubeflow/Dockerfile's ENV), besides Keras 2;
 # but not PYTHONDONTWRITEBYTECODE: the image's pip install compiled the
 # bytecode at build time, this venv's uv install did not, and without it
@@ -199,21 +215,50 @@ class LocalPipelineRun:
       (e.g. {'gs://bucket/': '/tmp/x/bucket/'}).
     env: extra environment of every step (e.g. a test hook).
     task_timeout: seconds a step may take.
+    mode: 'vertex' (inputs typed and carrying their producer's metadata, as
+      Vertex AI Pipelines passes them) or 'kfp' (the open-source KFP v2
+      backend: see kfp_backend).
+    directory_markers: in 'kfp' mode, whether directories that steps create
+      in the bucket are GCS directory marker objects (TF <= 2.16).
   """
 
   def __init__(self, pipeline_file: str, root: str,
                path_map: Mapping[str, str],
                env: Optional[Mapping[str, str]] = None,
-               task_timeout: float = 900):
+               task_timeout: float = 900, mode: str = 'vertex',
+               directory_markers: bool = True):
+    if mode not in MODES:
+      raise HarnessError(f'mode must be one of {MODES}, got {mode!r}')
     self.spec = load_pipeline_spec(pipeline_file)
     self.root = os.path.abspath(root)
     self.path_map = dict(path_map)
     self.extra_env = dict(env or {})
     self.task_timeout = task_timeout
+    self.mode = mode
     self.store_path = os.path.join(self.root, STORE_FILE)
+    self.buckets = [kfp_backend.Bucket(remote, local, self.root,
+                                       directory_markers)
+                    for remote, local in self.path_map.items()
+                    if '://' in remote]
+    self._mlmd = None
+    self._mlmd_ids: Dict[Any, List[int]] = {}
 
   def local(self, text: str) -> str:
     return map_prefixes(text, self.path_map)
+
+  def remote(self, text: str) -> str:
+    """`text` with the local directories mapped back to their prefixes."""
+    return map_prefixes(text, {v: k for k, v in self.path_map.items()})
+
+  @property
+  def mlmd(self) -> kfp_backend.Mlmd:
+    if self._mlmd is None:
+      self._mlmd = kfp_backend.Mlmd(os.path.join(self.root, MLMD_FILE))
+    return self._mlmd
+
+  def _bucket(self, uri: str) -> Optional[kfp_backend.Bucket]:
+    return next((b for b in self.buckets if uri.startswith(b.remote_prefix)),
+                None)
 
   def _store(self) -> List[Dict[str, Any]]:
     if not os.path.exists(self.store_path):
@@ -237,7 +282,10 @@ class LocalPipelineRun:
     store = self._store()
     run_id = f'run-{len({a["run"] for a in store}) + 1}'
     pipeline = self.spec['pipelineInfo']['name']
-    run_root = f'{self.spec["defaultPipelineRoot"].rstrip("/")}/{pipeline}/{run_id}'
+    root = self.spec['defaultPipelineRoot'].rstrip('/')
+    # KFP's driver: {pipeline root}/{run id}/{task}/{output key}.
+    run_root = (f'{root}/{run_id}' if self.mode == 'kfp' else
+                f'{root}/{pipeline}/{run_id}')
     result = RunResult(run_id, {}, {}, {})
     tasks = self.spec['root']['dag']['tasks']
     for name in task_order(tasks):
@@ -272,8 +320,14 @@ class LocalPipelineRun:
       if 'taskOutputArtifact' not in ref:
         raise HarnessError(f'input artifact {key}: {ref} not supported')
       producer = ref['taskOutputArtifact']
-      inputs[key] = result.outputs[producer['producerTask']].get(
-          producer['outputArtifactKey'], [])
+      ids = self._mlmd_ids.get((result.run_id, producer['producerTask'],
+                                producer['outputArtifactKey']))
+      if self.mode == 'kfp' and ids is not None:
+        # The driver reads the producer's outputs back from MLMD.
+        inputs[key] = [self.mlmd.runtime_artifact(i) for i in ids]
+      else:
+        inputs[key] = result.outputs[producer['producerTask']].get(
+            producer['outputArtifactKey'], [])
     return inputs
 
   def _imported(self, task: str, importer, run_id: str) -> Dict[str, Any]:
@@ -287,18 +341,27 @@ class LocalPipelineRun:
 
   def _run_container(self, name, task, component, container, inputs,
                      task_root, run_id, result):
+    kfp = self.mode == 'kfp'
     parameters = {}
     for key, ref in task.get('inputs', {}).get('parameters', {}).items():
       if 'runtimeValue' not in ref:
         raise HarnessError(f'{name}: parameter {key}: {ref} not supported')
       parameters[key] = ref['runtimeValue']['constant']
     outputs = {
-        key: [{'name': f'local/artifacts/{run_id}.{name}.{key}',
+        key: [{'name': '' if kfp else f'local/artifacts/{run_id}.{name}.{key}',
                'uri': f'{task_root}/{key}', 'type': definition['artifactType'],
                'metadata': {}}]
         for key, definition in component.get('outputDefinitions', {}).get(
             'artifacts', {}).items()}
-    output_file = f'{task_root}/executor_output.json'
+    pod = os.path.join(self.root, 'pods', run_id, name)
+    if kfp:
+      # The launcher's output file is local to the pod
+      # (component.OutputMetadataFilepath).
+      shutil.rmtree(pod, ignore_errors=True)
+      output_file = os.path.join(pod, 'tmp', 'kfp_outputs',
+                                 'output_metadata.json')
+    else:
+      output_file = f'{task_root}/executor_output.json'
     executor_input = {
         'inputs': {
             'artifacts': {k: {'artifacts': v} for k, v in inputs.items() if v},
@@ -312,8 +375,17 @@ class LocalPipelineRun:
     log_dir = os.path.join(self.root, 'logs', run_id)
     os.makedirs(log_dir, exist_ok=True)
     os.makedirs(os.path.dirname(local_output_file), exist_ok=True)
+    env = self.environment()
+    if kfp:
+      self._download_inputs(name, inputs, pod)
+      env[kfp_entrypoint.LOCAL_PATHS_ENV] = json.dumps({
+          bucket.directory + '/': kfp_backend.local_path_for_uri(
+              bucket.remote_prefix, pod) for bucket in self.buckets})
+    # Vertex AI runs ExampleGen's driver (`lifecycle.preCacheCheck`) first;
+    # KFP's backend never reads the field.
     hooks = [('preCacheCheck', container['lifecycle']['preCacheCheck'])
-             ] if 'preCacheCheck' in container.get('lifecycle', {}) else []
+             ] if 'preCacheCheck' in container.get('lifecycle', {}) and (
+                 not kfp) else []
     for stage, spec in hooks + [('executor', container)]:
       argv = [self._substitute(name, arg, invocation, parameters)
               for arg in list(spec['command']) + list(spec.get('args', []))]
@@ -324,8 +396,7 @@ class LocalPipelineRun:
       with open(log + '.stdout', 'w') as out, open(log + '.stderr', 'w') as err:
         # Its own session: a timeout ends the step's children too (a pod's
         # processes end with the pod).
-        proc = subprocess.Popen(argv, stdout=out, stderr=err,
-                                env=self.environment(),
+        proc = subprocess.Popen(argv, stdout=out, stderr=err, env=env,
                                 cwd=os.path.dirname(local_output_file),
                                 start_new_session=True)
         try:
@@ -344,16 +415,40 @@ class LocalPipelineRun:
                        f'exit code 0 but no executor output file '
                        f'{local_output_file}')
     with open(local_output_file) as f:
-      written = json.load(f)
+      text = f.read()
+    written = json.loads(self.remote(text) if kfp else text)
     json_format.ParseDict(written, pipeline_spec_pb2.ExecutorOutput())
     for key, artifacts in written.get('artifacts', {}).items():
       # The launcher keeps the artifact's type and identity, and takes what
       # the executor wrote (URI, metadata) from the output file.
       [launched] = outputs[key]
-      outputs[key] = [dict(launched, uri=a.get('uri', launched['uri']),
+      outputs[key] = [dict(launched, uri=a.get('uri') or launched['uri'],
                            metadata=a.get('metadata', {}))
                       for a in artifacts['artifacts']]
+    if kfp:
+      self._upload_and_record(name, outputs, pod, run_id)
     return outputs
+
+  def _download_inputs(self, name, inputs, pod) -> None:
+    """The launcher's download of every input artifact into the pod."""
+    for key, artifacts in inputs.items():
+      for artifact in artifacts[:1]:
+        bucket = self._bucket(artifact['uri'])
+        if bucket is None:
+          continue
+        try:
+          bucket.download(key, artifact['uri'], pod)
+        except kfp_backend.LauncherError as e:
+          raise StepFailed(name, None, '', f'launcher: {e}') from None
+
+  def _upload_and_record(self, name, outputs, pod, run_id) -> None:
+    """The launcher's upload of the outputs, then their MLMD records."""
+    for key, artifacts in outputs.items():
+      bucket = self._bucket(artifacts[0]['uri'])
+      if bucket is not None:
+        bucket.upload(artifacts[0]['uri'], pod)
+      self._mlmd_ids[(run_id, name, key)] = [
+          self.mlmd.record(key, artifact) for artifact in artifacts]
 
   @staticmethod
   def _substitute(task, arg, invocation, parameters) -> str:

@@ -182,7 +182,21 @@ def test_every_step_runs_the_given_image_and_nothing_is_local(
       # Resolvers are MLMD queries run by the orchestrator, not containers.
       assert executor_of(spec, task).HasField('resolver'), task
       continue
-    assert executor_of(spec, task).container.image == IMAGE, task
+    container = executor_of(spec, task).container
+    assert container.image == IMAGE, task
+    # Open-source KFP needs our entrypoint (kfp_entrypoint); Vertex AI keeps
+    # TFX's own.
+    if target == 'kubeflow':
+      assert list(container.command) == [
+          'python', '-m', 'tfx_autostrategy.kubeflow.kfp_entrypoint'], task
+      assert list(container.args[:3]) == ['--task_name', task,
+                                          '--executor_class_path'], task
+    else:
+      assert list(container.command) == [
+          'python', '-m',
+          'tfx.orchestration.kubeflow.v2.container.kubeflow_v2_run_executor'
+      ], task
+      assert container.args[0] == '--executor_class_path', task
   # Code comes from the image, not from module-file wheels or this checkout.
   assert REPO_ROOT not in text
   parameters = trainer_parameters(spec)
