@@ -173,9 +173,18 @@ def kubeflow_prepared(tmp_path_factory):
 
 @pytest.mark.e2e
 @pytest.mark.slow
-def test_kubeflow_pipeline_runs_to_a_pushed_model_that_serves(
-    kubeflow_prepared):
-  run = harness_run(kubeflow_prepared)
+def test_kubeflow_pipeline_runs_on_open_source_kfp_to_a_served_model(
+    kubeflow_prepared, tmp_path):
+  """The kubeflow file under the KFP backend's contract (kfp_backend).
+
+  (Until issue 33 this file ran in the harness's Vertex mode, which types
+  artifacts as Vertex AI does; the kubeflow target is for open-source KFP, so
+  it runs in KFP mode only. The Vertex mode runs the vertex file below.)
+  """
+  shutil.copytree(kubeflow_prepared.bucket, tmp_path / 'bucket')
+  prepared = Prepared(kubeflow_prepared.pipeline_file,
+                      str(tmp_path / 'bucket'), str(tmp_path / 'harness'))
+  run = harness_run(prepared, mode='kfp')
   result = run.run()
   # Every task ran, in an order where producers come first.
   assert list(result.outputs) == harness.task_order(
@@ -184,33 +193,10 @@ def test_kubeflow_pipeline_runs_to_a_pushed_model_that_serves(
   # A first run: the resolvers find no baseline.
   assert [result.outputs[r] for r in RESOLVERS] == [{'model_blessing': []},
                                                     {'model': []}]
-  check_pushed_and_serving(result, kubeflow_prepared, KUBEFLOW)
-
-  # What a second run on this root would get from its resolvers: this run's
-  # blessed model, through the compiled queries.
-  executors = run.spec['deploymentSpec']['executors']
-  store = run._store()  # pylint: disable=protected-access
-  queries = [executors[f'{r}_executor']['resolver']['outputArtifactQueries']
-             for r in RESOLVERS]
-  [blessing] = harness.resolve(queries[0]['model_blessing']['filter'], {},
-                               store)
-  [baseline] = harness.resolve(queries[1]['model']['filter'],
-                               {'input': [blessing]}, store)
-  assert baseline == result.artifact(pipeline_lib.TRAINER, 'model')
-
-
-@pytest.mark.e2e
-@pytest.mark.slow
-def test_kubeflow_pipeline_runs_on_open_source_kfp_to_a_served_model(
-    kubeflow_prepared, tmp_path):
-  """The same file under the KFP backend's contract (kfp_backend)."""
-  shutil.copytree(kubeflow_prepared.bucket, tmp_path / 'bucket')
-  prepared = Prepared(kubeflow_prepared.pipeline_file,
-                      str(tmp_path / 'bucket'), str(tmp_path / 'harness'))
-  run = harness_run(prepared, mode='kfp')
-  result = run.run()
-  assert len(result.outputs) == len(pipeline_lib.COMPONENT_IDS) + 1
   check_pushed_and_serving(result, prepared, KUBEFLOW)
+  # (What a second run's resolvers select is checked on the vertex file
+  # below, in the Vertex mode: how the open-source backend evaluates the
+  # compiled resolver queries was not checked, kubeflow/README.md.)
   # Every step ran through our entrypoint, and each artifact's files reached
   # the bucket through the launcher's upload: no directory marker is left
   # for a downstream download to trip on.
@@ -241,8 +227,24 @@ def test_vertex_pipeline_trains_on_two_worker_processes_and_serves(
     case, tmp_path):
   prepared = prepare(case, tmp_path)
   jobs = str(tmp_path / 'jobs')
-  result = harness_run(prepared, env=vertex_hook_env(jobs)).run()
+  run = harness_run(prepared, env=vertex_hook_env(jobs))
+  result = run.run()
+  # A first run: the resolvers find no baseline.
+  assert [result.outputs[r] for r in RESOLVERS] == [{'model_blessing': []},
+                                                    {'model': []}]
   check_pushed_and_serving(result, prepared, case)
+
+  # What a second run on this root would get from its resolvers: this run's
+  # blessed model, through the compiled queries.
+  executors = run.spec['deploymentSpec']['executors']
+  store = run._store()  # pylint: disable=protected-access
+  queries = [executors[f'{r}_executor']['resolver']['outputArtifactQueries']
+             for r in RESOLVERS]
+  [blessing] = harness.resolve(queries[0]['model_blessing']['filter'], {},
+                               store)
+  [baseline] = harness.resolve(queries[1]['model']['filter'],
+                               {'input': [blessing]}, store)
+  assert baseline == result.artifact(pipeline_lib.TRAINER, 'model')
 
   # One custom job, a chief and a worker that trained together.
   [job] = os.listdir(jobs)
