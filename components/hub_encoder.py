@@ -71,6 +71,11 @@ class SavedModelEncoder(tf.keras.layers.Layer):
     if not callable(self._encoder):
       raise ValueError(f'SavedModel at {path!r} is not callable: export the '
                        'encoder with a __call__ signature (TF Hub TF2 format)')
+    spec = getattr(self._encoder.__call__, 'function_spec', None)
+    # Encoders exported by hf_checkpoint (and TF Hub's) take `training`, which
+    # turns on their dropout; the lenient test stand-in does not.
+    self._takes_training = bool(spec) and 'training' in (
+        spec.fullargspec.args + spec.fullargspec.kwonlyargs)
     variables, trainable_variables = _saved_variables(self._encoder)
     trainable_ids = {id(v) for v in trainable_variables}
     for variable in variables:
@@ -83,8 +88,13 @@ class SavedModelEncoder(tf.keras.layers.Layer):
           experimental_autocast=False,
           getter=lambda *_, existing=variable, **__: existing)
 
-  def call(self, inputs):
-    return self._encoder(inputs)
+  def call(self, inputs, training=None):
+    if not self._takes_training:
+      return self._encoder(inputs)
+    return tf.__internal__.smart_cond.smart_cond(
+        training if training is not None else False,
+        lambda: self._encoder(inputs, training=True),
+        lambda: self._encoder(inputs, training=False))
 
   def get_config(self):
     config = super().get_config()
