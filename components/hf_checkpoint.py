@@ -412,6 +412,8 @@ class PretrainedEncoder(tf.keras.layers.Layer):
       return tf.nn.dropout(x, rate=rate)
     return x
 
+  # Python control flow on Python values only: no AutoGraph needed.
+  @tf.autograph.experimental.do_not_convert
   def call(self, inputs, training=False):
     config = self.config
     ids = tf.cast(inputs['input_word_ids'], tf.int32)

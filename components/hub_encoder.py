@@ -9,9 +9,11 @@ from typing import List, Tuple
 
 import tensorflow as tf
 
+from tfx_autostrategy.components import settings as settings_lib
+
 
 class BertInputs(tf.keras.layers.Layer):
-  """Turns padded ids into the TF Hub BERT-family encoder inputs."""
+  """Padded ids as encoder inputs, the mask from `ids != 0` (ids only)."""
 
   def call(self, ids):
     ids = tf.cast(ids, tf.int32)
@@ -19,6 +21,22 @@ class BertInputs(tf.keras.layers.Layer):
         'input_word_ids': ids,
         'input_mask': tf.cast(tf.not_equal(ids, 0), tf.int32),
         'input_type_ids': tf.zeros_like(ids),
+    }
+
+
+class PretrainedInputs(tf.keras.layers.Layer):
+  """The Transform's ids, mask and type ids as the encoder's int32 inputs.
+
+  With the checkpoint's own tokenizer (`tokenizer=pretrained`) the mask
+  comes from the real length: XLM-R pads with 1, which is also a real id.
+  """
+
+  def call(self, inputs):
+    return {
+        'input_word_ids': tf.cast(inputs[settings_lib.TEXT_IDS], tf.int32),
+        'input_mask': tf.cast(inputs[settings_lib.TEXT_MASK], tf.int32),
+        'input_type_ids': tf.cast(inputs[settings_lib.TEXT_TYPE_IDS],
+                                  tf.int32),
     }
 
 

@@ -115,7 +115,9 @@ class TrainerSettings:
     model: one of `MODELS`.
     epochs: passes over the training split.
     per_replica_batch_size: examples per replica per step.
-    learning_rate: optimizer learning rate.
+    learning_rate: optimizer peak learning rate; 0 = the model's default
+      (models.DEFAULT_LEARNING_RATES: 2e-3, or 3e-5 to fine-tune a
+      pretrained encoder).
     accelerator: one of `ACCELERATORS`.
     steps_per_execution: Keras steps per tf.function call (0 = device default).
     precision: mixed precision policy ('' = device default).
@@ -133,7 +135,7 @@ class TrainerSettings:
   model: str = 'bow'
   epochs: int = 3
   per_replica_batch_size: int = 32
-  learning_rate: float = 2e-3
+  learning_rate: float = 0.0
   accelerator: str = 'auto'
   steps_per_execution: int = 0
   precision: str = ''
@@ -153,6 +155,8 @@ class TrainerSettings:
     if self.per_replica_batch_size < 1:
       raise ValueError(
           f'per_replica_batch_size must be >= 1, got {self.per_replica_batch_size}')
+    if self.learning_rate < 0:
+      raise ValueError(f'learning_rate must be >= 0, got {self.learning_rate}')
     if self.input_cache_mb < 0:
       raise ValueError(
           f'input_cache_mb must be >= 0, got {self.input_cache_mb}')

@@ -10,11 +10,12 @@ checkpoint's tokenizer.json).
 import json
 import math
 import os
-import struct
 
 import numpy as np
 import pytest
 import tensorflow as tf
+
+import tiny_checkpoint
 
 from tfx_autostrategy.components import hf_checkpoint
 from tfx_autostrategy.components import hub_encoder
@@ -49,19 +50,6 @@ def _read_safetensors(path):
     out[name] = np.frombuffer(data[8 + size + start:8 + size + end],
                               dtype=dtype).reshape(info['shape'])
   return out
-
-
-def _write_safetensors(path, tensors):
-  header, chunks, offset = {}, [], 0
-  for name, value in tensors.items():
-    raw = np.ascontiguousarray(value, dtype='<f4').tobytes()
-    header[name] = {'dtype': 'F32', 'shape': list(value.shape),
-                    'data_offsets': [offset, offset + len(raw)]}
-    chunks.append(raw)
-    offset += len(raw)
-  encoded = json.dumps(header).encode()
-  with open(path, 'wb') as f:
-    f.write(struct.pack('<Q', len(encoded)) + encoded + b''.join(chunks))
 
 
 def _layer_norm(x, w, b, eps):
@@ -217,65 +205,10 @@ def test_the_converted_encoder_loads_as_a_trainable_keras_layer(
 
 # --- tiny random checkpoints of the other families ----------------------------
 
-def _tiny_checkpoint(root, model_type, seed=0, drop=(), extra=()):
-  rng = np.random.default_rng(seed)
-  width, inner, layers, vocab, positions = 16, 32, 2, 50, 40
-  r = lambda *shape: rng.normal(0, 0.5, shape).astype(np.float32)
-  t = {}
-  if model_type == 'distilbert':
-    config = dict(model_type='distilbert', vocab_size=vocab, dim=width,
-                  n_layers=layers, n_heads=4, hidden_dim=inner,
-                  max_position_embeddings=positions, activation='gelu')
-    prefix, layer_prefix = 'distilbert.', 'transformer.layer.'
-    sub = dict(q='attention.q_lin', k='attention.k_lin', v='attention.v_lin',
-               o='attention.out_lin', ln1='sa_layer_norm', i='ffn.lin1',
-               o2='ffn.lin2', ln2='output_layer_norm')
-  else:
-    config = dict(model_type=model_type, vocab_size=vocab, hidden_size=width,
-                  num_hidden_layers=layers, num_attention_heads=4,
-                  intermediate_size=inner, max_position_embeddings=positions,
-                  type_vocab_size=1 if model_type == 'xlm-roberta' else 2,
-                  layer_norm_eps=1e-5, hidden_act='gelu',
-                  pad_token_id=1 if model_type == 'xlm-roberta' else 0)
-    prefix = 'roberta.' if model_type == 'xlm-roberta' else 'bert.'
-    layer_prefix = 'encoder.layer.'
-    sub = dict(q='attention.self.query', k='attention.self.key',
-               v='attention.self.value', o='attention.output.dense',
-               ln1='attention.output.LayerNorm', i='intermediate.dense',
-               o2='output.dense', ln2='output.LayerNorm')
-    t['embeddings.token_type_embeddings.weight'] = r(
-        config['type_vocab_size'], width)
-    t['pooler.dense.weight'] = r(width, width)
-    t['pooler.dense.bias'] = r(width)
-  t['embeddings.word_embeddings.weight'] = r(vocab, width)
-  t['embeddings.position_embeddings.weight'] = r(positions, width)
-  t['embeddings.LayerNorm.weight'] = 1 + r(width)
-  t['embeddings.LayerNorm.bias'] = r(width)
-  for i in range(layers):
-    p = f'{layer_prefix}{i}.'
-    for name, (rows, cols) in dict(q=(width, width), k=(width, width),
-                                   v=(width, width), o=(width, width),
-                                   i=(inner, width), o2=(width, inner)).items():
-      t[p + sub[name] + '.weight'] = r(rows, cols)
-      t[p + sub[name] + '.bias'] = r(rows)
-    for name in ('ln1', 'ln2'):
-      t[p + sub[name] + '.weight'] = 1 + r(width)
-      t[p + sub[name] + '.bias'] = r(width)
-  stored = {prefix + k: v for k, v in t.items() if k not in drop}
-  stored.update({k: r(2) for k in extra})
-  # A pretraining head beside the encoder is skipped, not an error.
-  stored['cls.predictions.bias'] = r(vocab)
-  os.makedirs(root, exist_ok=True)
-  with open(os.path.join(root, 'config.json'), 'w') as f:
-    json.dump(config, f)
-  _write_safetensors(os.path.join(root, 'model.safetensors'), stored)
-  return config, t
-
-
 @pytest.mark.parametrize('model_type', ['xlm-roberta', 'distilbert', 'bert'])
 def test_tiny_random_checkpoints_equal_the_numpy_forward_pass(tmp_path,
                                                               model_type):
-  config, tensors = _tiny_checkpoint(str(tmp_path / 'ckpt'), model_type)
+  config, tensors = tiny_checkpoint.write(str(tmp_path / 'ckpt'), model_type)
   encoder_dir = hf_checkpoint.export(str(tmp_path / 'ckpt'),
                                      str(tmp_path / 'encoder'))
   # Rows of different real lengths, padded with the family's pad id.
@@ -295,7 +228,7 @@ def test_tiny_random_checkpoints_equal_the_numpy_forward_pass(tmp_path,
 
 def test_xlm_roberta_positions_start_after_the_pad_id(tmp_path):
   """fairseq positions: the first real token takes position pad_id + 1 = 2."""
-  config, tensors = _tiny_checkpoint(str(tmp_path / 'ckpt'), 'xlm-roberta')
+  config, tensors = tiny_checkpoint.write(str(tmp_path / 'ckpt'), 'xlm-roberta')
   encoder_dir = hf_checkpoint.export(str(tmp_path / 'ckpt'),
                                      str(tmp_path / 'encoder'))
   ids, mask = np.array([[0, 5, 2]]), np.array([[1, 1, 1]])
@@ -307,7 +240,7 @@ def test_xlm_roberta_positions_start_after_the_pad_id(tmp_path):
 
 
 def test_mixed_bfloat16_keeps_layer_norm_and_softmax_in_float32(tmp_path):
-  _tiny_checkpoint(str(tmp_path / 'ckpt'), 'bert')
+  tiny_checkpoint.write(str(tmp_path / 'ckpt'), 'bert')
   encoder = hf_checkpoint.build_encoder(str(tmp_path / 'ckpt'),
                                         'mixed_bfloat16')
   inputs = {'input_word_ids': tf.constant([[2, 5, 3]]),
@@ -330,7 +263,7 @@ def test_mixed_bfloat16_keeps_layer_norm_and_softmax_in_float32(tmp_path):
 
 
 def _error(tmp_path, **kwargs):
-  _tiny_checkpoint(str(tmp_path / 'ckpt'), 'bert', **kwargs)
+  tiny_checkpoint.write(str(tmp_path / 'ckpt'), 'bert', **kwargs)
   with pytest.raises(hf_checkpoint.CheckpointError) as error:
     hf_checkpoint.build_encoder(str(tmp_path / 'ckpt'))
   return str(error.value)
@@ -347,7 +280,7 @@ def test_an_unexpected_tensor_is_named(tmp_path):
 
 
 def test_a_shape_that_does_not_fit_the_config_is_named(tmp_path):
-  config, _ = _tiny_checkpoint(str(tmp_path / 'ckpt'), 'bert')
+  config, _ = tiny_checkpoint.write(str(tmp_path / 'ckpt'), 'bert')
   config['intermediate_size'] = 48
   with open(tmp_path / 'ckpt' / 'config.json', 'w') as f:
     json.dump(config, f)
@@ -377,7 +310,7 @@ def test_a_directory_that_is_neither_is_refused(tmp_path):
 
 
 def test_encoder_path_converts_once_and_passes_saved_models_through(tmp_path):
-  _tiny_checkpoint(str(tmp_path / 'ckpt'), 'bert')
+  tiny_checkpoint.write(str(tmp_path / 'ckpt'), 'bert')
   cache = str(tmp_path / 'cache')
   first = hf_checkpoint.encoder_path(str(tmp_path / 'ckpt'), cache_dir=cache)
   assert first.startswith(cache) and first.endswith('-float32-v1')
