@@ -165,6 +165,11 @@ def describe(path: str) -> PretrainedDir:
       f'saved_model.pb (a SavedModel); supported: {SUPPORTED}')
 
 
+def is_savedmodel(path: str) -> bool:
+  """`path` is a SavedModel directory (whatever its tokenizer)."""
+  return _exists(_join(path, 'saved_model.pb'))
+
+
 def _describe_huggingface(path: str) -> PretrainedDir:
   config_path = _join(path, 'config.json')
   config = _read_json(config_path)

@@ -24,6 +24,8 @@ from tfx_autostrategy.components import settings as settings_lib
 from tfx_autostrategy.components.transform import pretrained_tokens
 from tfx_autostrategy.components.transform import preprocessing
 
+import xlmr_checkpoint
+
 LENGTH = 24
 TEXTS = [
     # English, mixed case.
@@ -171,23 +173,8 @@ def test_transform_and_its_saved_graph_tokenize_like_the_checkpoint(minilm):
 
 @pytest.fixture(scope='module')
 def xlmr(tmp_path_factory):
-  """A tiny SentencePiece BPE model with XLM-R's special ids, in an XLM-R dir.
-
-  SentencePiece's defaults are XLM-R's: <unk>=0, <s>=1, </s>=2.
-  """
-  path = tmp_path_factory.mktemp('xlmr')
-  corpus = path / 'corpus.txt'
-  corpus.write_text('\n'.join([
-      'Hello world, hello there.', 'The world is big and the sea is deep.',
-      'Привет мир, привет всем.', 'Bonjour le monde.', 'hello HELLO Hello',
-  ] * 20), encoding='utf-8')
-  spm.SentencePieceTrainer.train(
-      input=str(corpus), model_prefix=str(path / 'sentencepiece.bpe'),
-      vocab_size=80, model_type='bpe', character_coverage=1.0,
-      bos_id=1, eos_id=2, unk_id=0, pad_id=-1)
-  (path / 'config.json').write_text(
-      '{"model_type": "xlm-roberta", "max_position_embeddings": 514}')
-  return pretrained_dir.describe(str(path))
+  return pretrained_dir.describe(
+      xlmr_checkpoint.write(tmp_path_factory.mktemp('xlmr')))
 
 
 def test_xlmr_ids_follow_fairseq_numbering(xlmr):
