@@ -9,9 +9,11 @@ from typing import List, Tuple
 
 import tensorflow as tf
 
+from tfx_autostrategy.components import settings as settings_lib
+
 
 class BertInputs(tf.keras.layers.Layer):
-  """Turns padded ids into the TF Hub BERT-family encoder inputs."""
+  """Padded ids as encoder inputs, the mask from `ids != 0` (ids only)."""
 
   def call(self, ids):
     ids = tf.cast(ids, tf.int32)
@@ -19,6 +21,22 @@ class BertInputs(tf.keras.layers.Layer):
         'input_word_ids': ids,
         'input_mask': tf.cast(tf.not_equal(ids, 0), tf.int32),
         'input_type_ids': tf.zeros_like(ids),
+    }
+
+
+class PretrainedInputs(tf.keras.layers.Layer):
+  """The Transform's ids, mask and type ids as the encoder's int32 inputs.
+
+  With the checkpoint's own tokenizer (`tokenizer=pretrained`) the mask
+  comes from the real length: XLM-R pads with 1, which is also a real id.
+  """
+
+  def call(self, inputs):
+    return {
+        'input_word_ids': tf.cast(inputs[settings_lib.TEXT_IDS], tf.int32),
+        'input_mask': tf.cast(inputs[settings_lib.TEXT_MASK], tf.int32),
+        'input_type_ids': tf.cast(inputs[settings_lib.TEXT_TYPE_IDS],
+                                  tf.int32),
     }
 
 
@@ -71,6 +89,11 @@ class SavedModelEncoder(tf.keras.layers.Layer):
     if not callable(self._encoder):
       raise ValueError(f'SavedModel at {path!r} is not callable: export the '
                        'encoder with a __call__ signature (TF Hub TF2 format)')
+    spec = getattr(self._encoder.__call__, 'function_spec', None)
+    # Encoders exported by hf_checkpoint (and TF Hub's) take `training`, which
+    # turns on their dropout; the lenient test stand-in does not.
+    self._takes_training = bool(spec) and 'training' in (
+        spec.fullargspec.args + spec.fullargspec.kwonlyargs)
     variables, trainable_variables = _saved_variables(self._encoder)
     trainable_ids = {id(v) for v in trainable_variables}
     for variable in variables:
@@ -83,8 +106,13 @@ class SavedModelEncoder(tf.keras.layers.Layer):
           experimental_autocast=False,
           getter=lambda *_, existing=variable, **__: existing)
 
-  def call(self, inputs):
-    return self._encoder(inputs)
+  def call(self, inputs, training=None):
+    if not self._takes_training:
+      return self._encoder(inputs)
+    return tf.__internal__.smart_cond.smart_cond(
+        training if training is not None else False,
+        lambda: self._encoder(inputs, training=True),
+        lambda: self._encoder(inputs, training=False))
 
   def get_config(self):
     config = super().get_config()

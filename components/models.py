@@ -11,8 +11,24 @@ from typing import Callable, Dict
 import tensorflow as tf
 
 from tfx_autostrategy.components import embedding_training
+from tfx_autostrategy.components import hf_checkpoint
 from tfx_autostrategy.components import hub_encoder
 from tfx_autostrategy.components import settings as settings_lib
+
+
+# The peak learning rate when TrainerSettings.learning_rate is 0: the models
+# trained from scratch take large steps; fine-tuning a pretrained encoder
+# takes BERT's small ones (2e-5..5e-5), or it forgets what it knew.
+DEFAULT_LEARNING_RATES = {'bow': 2e-3, 'transformer': 2e-3, 'hub': 3e-5}
+# The fine-tuning recipe (BERT's): dropout before the classifier, AdamW with
+# weight decay on the matrices and embeddings only, linear warm-up over the
+# first 10% of the steps, then linear decay to 0.
+HUB_DROPOUT = 0.1
+HUB_WEIGHT_DECAY = 0.01
+HUB_WARMUP_FRACTION = 0.1
+# Variable-name patterns without weight decay (LayerNorm scales and offsets,
+# biases).
+NO_WEIGHT_DECAY = ('layer_norm', 'LayerNorm', 'bias')
 
 
 def _inputs(text_settings: settings_lib.TextSettings,
@@ -215,26 +231,39 @@ def build_transformer(text_settings: settings_lib.TextSettings,
 
 def build_hub(text_settings: settings_lib.TextSettings,
               trainer_settings: settings_lib.TrainerSettings) -> tf.keras.Model:
-  """A pretrained encoder from a local SavedModel / TF Hub directory.
+  """Fine-tunes a pretrained encoder: its summary token -> dropout -> logit.
 
-  The path is a directory (a downloaded and unpacked TF Hub model, e.g.
-  multilingual BERT or XLM-R), so that offline clusters work.
+  `hub_model_path` is a TF Hub / Kaggle SavedModel directory or a Hugging
+  Face checkpoint directory (converted once by `hf_checkpoint.encoder_path`;
+  the trainer does that before the distribution strategy's scope). The
+  encoder follows the TF Hub BERT-family convention: `input_word_ids`,
+  `input_mask`, `input_type_ids` in, `pooled_output` out. `pooled_output` is
+  the model's trained pooler over the first special token (`[CLS]` / `<s>`)
+  where it has one, else that token's hidden state (DistilBERT): what the
+  model was pretrained to summarise the text into.
 
-  The encoder follows the TF Hub BERT-family convention: it takes a dict of
-  `input_word_ids`, `input_mask` and `input_type_ids` (`[batch, length]`
-  int32) and returns a dict with `pooled_output` `[batch, dim]`. Pair it with
-  `tokenizer=sentencepiece` and the encoder's own SentencePiece model so the
-  ids match its vocabulary.
+  With `tokenizer=pretrained` (the checkpoint's own tokenizer) the inputs
+  are the Transform's ids, attention mask and type ids. Other tokenizers
+  give ids only; the mask is then `ids != 0` (only right for an encoder
+  whose pad id is 0 and whose ids these are: the lenient test encoder).
   """
-  inputs = {
-      settings_lib.TEXT_IDS:
-          tf.keras.Input(shape=(text_settings.sequence_length,), dtype=tf.int64,
-                         name=settings_lib.TEXT_IDS)
-  }
-  encoder = hub_encoder.SavedModelEncoder(trainer_settings.hub_model_path,
-                                          name='encoder')
-  encoded = encoder(hub_encoder.BertInputs()(inputs[settings_lib.TEXT_IDS]))
-  x = tf.keras.layers.Dropout(0.1)(encoded['pooled_output'])
+  encoder = hub_encoder.SavedModelEncoder(
+      hf_checkpoint.encoder_path(
+          trainer_settings.hub_model_path,
+          precision=tf.keras.mixed_precision.global_policy().name),
+      name='encoder')
+  shape = (text_settings.sequence_length,)
+  inputs = {settings_lib.TEXT_IDS: tf.keras.Input(
+      shape=shape, dtype=tf.int64, name=settings_lib.TEXT_IDS)}
+  if text_settings.tokenizer == 'pretrained':
+    for name in (settings_lib.TEXT_MASK, settings_lib.TEXT_TYPE_IDS):
+      inputs[name] = tf.keras.Input(shape=shape, dtype=tf.int64, name=name)
+    encoder_inputs = hub_encoder.PretrainedInputs()(inputs)
+  else:
+    encoder_inputs = hub_encoder.BertInputs()(inputs[settings_lib.TEXT_IDS])
+  encoded = encoder(encoder_inputs)
+  x = tf.keras.layers.Dropout(HUB_DROPOUT, name='head_dropout')(
+      encoded['pooled_output'])
   return tf.keras.Model(inputs, _probability(x), name='hub')
 
 
@@ -251,6 +280,46 @@ def build(text_settings: settings_lib.TextSettings,
   return BUILDERS[trainer_settings.model](text_settings, trainer_settings)
 
 
+class WarmupLinearDecay(tf.keras.optimizers.schedules.LearningRateSchedule):
+  """Linear warm-up from 0 to `peak` over `warmup_steps`, then linear to 0."""
+
+  def __init__(self, peak: float, total_steps: int, warmup_steps: int):
+    super().__init__()
+    self.peak = peak
+    self.total_steps = max(int(total_steps), 1)
+    self.warmup_steps = max(int(warmup_steps), 1)
+
+  def __call__(self, step):
+    step = tf.cast(step, tf.float32)
+    warmup = step / self.warmup_steps
+    decay = ((self.total_steps - step) /
+             max(self.total_steps - self.warmup_steps, 1))
+    return self.peak * tf.clip_by_value(tf.minimum(warmup, decay), 0.0, 1.0)
+
+  def get_config(self):
+    return {'peak': self.peak, 'total_steps': self.total_steps,
+            'warmup_steps': self.warmup_steps}
+
+
+def learning_rate_for(trainer_settings: settings_lib.TrainerSettings) -> float:
+  """The peak learning rate: the setting, or the model's default if 0."""
+  return (trainer_settings.learning_rate or
+          DEFAULT_LEARNING_RATES[trainer_settings.model])
+
+
+def fine_tuning_optimizer(peak: float, decay_steps: int
+                         ) -> tf.keras.optimizers.Optimizer:
+  """AdamW with BERT's warm-up and decay; no decay on LayerNorm and biases."""
+  learning_rate = peak
+  if decay_steps:
+    learning_rate = WarmupLinearDecay(
+        peak, decay_steps, round(decay_steps * HUB_WARMUP_FRACTION))
+  optimizer = tf.keras.optimizers.AdamW(
+      learning_rate, weight_decay=HUB_WEIGHT_DECAY, epsilon=1e-6)
+  optimizer.exclude_from_weight_decay(var_names=list(NO_WEIGHT_DECAY))
+  return optimizer
+
+
 def compile_model(model: tf.keras.Model,
                   trainer_settings: settings_lib.TrainerSettings,
                   steps_per_execution: int,
@@ -258,21 +327,27 @@ def compile_model(model: tf.keras.Model,
                   jit_compile: bool = False) -> None:
   """Compiles for binary classification; call inside `strategy.scope()`.
 
-  With `decay_steps` (the number of training steps) the learning rate follows
-  a cosine decay to zero, so the exported last epoch is not the overfitted
-  one a constant rate leaves behind. The optimizer is `LazyAdam`: Adam that
-  updates only the embedding rows a batch looked up, not the whole table
-  every step (4x the training rate of the `bow` model on 2 CPU cores,
-  issue 19). `jit_compile` compiles the train step
-  with XLA (TPUs always do; an op without an XLA kernel fails at the first
-  step, naming the op).
+  With `decay_steps` (the number of training steps) the learning rate
+  decays to zero, so the exported last epoch is not the overfitted one a
+  constant rate leaves behind. The models trained from scratch use
+  `LazyAdam` (Adam that updates only the embedding rows a batch looked up,
+  not the whole table every step: 4x the training rate of the `bow` model on
+  2 CPU cores, issue 19) with a cosine decay; `hub` fine-tunes with
+  `fine_tuning_optimizer`. `jit_compile` compiles the train step with XLA
+  (TPUs always do; an op without an XLA kernel fails at the first step,
+  naming the op).
   """
-  learning_rate = trainer_settings.learning_rate
-  if decay_steps:
-    learning_rate = tf.keras.optimizers.schedules.CosineDecay(
-        learning_rate, decay_steps)
+  peak = learning_rate_for(trainer_settings)
+  if trainer_settings.model == 'hub':
+    optimizer = fine_tuning_optimizer(peak, decay_steps)
+  else:
+    learning_rate = peak
+    if decay_steps:
+      learning_rate = tf.keras.optimizers.schedules.CosineDecay(
+          peak, decay_steps)
+    optimizer = embedding_training.LazyAdam(learning_rate)
   model.compile(
-      optimizer=embedding_training.LazyAdam(learning_rate),
+      optimizer=optimizer,
       loss=tf.keras.losses.BinaryCrossentropy(),
       metrics=[tf.keras.metrics.AUC(name='auc'),
                tf.keras.metrics.BinaryAccuracy(name='accuracy')],

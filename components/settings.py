@@ -17,11 +17,18 @@ TEXT_IDS = 'text_ids'
 CHAR_NGRAMS = 'char_ngrams'
 # TF-IDF weight of each id in CHAR_NGRAMS (float32, 0 at padding).
 CHAR_NGRAM_WEIGHTS = 'char_ngram_weights'
+# With a pretrained checkpoint's tokenizer (TextSettings.pretrained_model),
+# TEXT_IDS are its ids with its special tokens and pad id, and these come too
+# (all [batch, sequence_length] int64; components/transform/pretrained_tokens):
+# 1 for real tokens (special ones included), 0 for padding;
+TEXT_MASK = 'text_mask'
+# the segment ids (all 0: one segment).
+TEXT_TYPE_IDS = 'text_type_ids'
 LABEL = 'label'
 
 MODELS = ('bow', 'transformer', 'hub')
 ACCELERATORS = ('auto', 'tpu', 'gpu', 'cpu')
-TOKENIZERS = ('words', 'sentencepiece')
+TOKENIZERS = ('words', 'sentencepiece', 'pretrained')
 JIT_COMPILE_CHOICES = ('auto', 'on', 'off')
 
 
@@ -45,8 +52,14 @@ class TextSettings:
     char_ngram_min_frequency: n-grams found in fewer training texts are
       dropped (a rare n-gram is noise to a linear model).
     char_ngram_length: number of n-gram ids per example after padding.
-    tokenizer: 'words' (vocabulary) or 'sentencepiece'.
+    tokenizer: 'words' (vocabulary), 'sentencepiece' (a SentencePiece model
+      file, ids + 1, 0 is padding) or 'pretrained' (the tokenizer of the
+      checkpoint in `pretrained_model`, with its special tokens and pad id;
+      Transform then also outputs TEXT_MASK and TEXT_TYPE_IDS).
     sentencepiece_model: path of a SentencePiece model file.
+    pretrained_model: a Hugging Face checkpoint or TF Hub SavedModel
+      directory (components/pretrained_dir.py) whose tokenizer Transform
+      uses (tokenizer='pretrained').
   """
   text_column: str = 'comment_text'
   label_column: str = 'toxic'
@@ -63,6 +76,7 @@ class TextSettings:
   char_ngram_length: int = 512
   tokenizer: str = 'words'
   sentencepiece_model: str = ''
+  pretrained_model: str = ''
 
   def __post_init__(self):
     if self.sequence_length < 1:
@@ -72,6 +86,13 @@ class TextSettings:
           f'tokenizer must be one of {TOKENIZERS}, got {self.tokenizer!r}')
     if self.tokenizer == 'sentencepiece' and not self.sentencepiece_model:
       raise ValueError('tokenizer=sentencepiece needs sentencepiece_model')
+    if (self.tokenizer == 'pretrained') != bool(self.pretrained_model):
+      raise ValueError('tokenizer=pretrained and pretrained_model go together')
+    if self.pretrained_model and self.sentencepiece_model:
+      raise ValueError(
+          f'sentencepiece_model {self.sentencepiece_model!r} conflicts with '
+          f'pretrained_model {self.pretrained_model!r}, whose own tokenizer '
+          'is used')
     if self.char_ngram_min and self.char_ngram_max < self.char_ngram_min:
       raise ValueError('char_ngram_max must be >= char_ngram_min')
 
@@ -94,7 +115,9 @@ class TrainerSettings:
     model: one of `MODELS`.
     epochs: passes over the training split.
     per_replica_batch_size: examples per replica per step.
-    learning_rate: optimizer learning rate.
+    learning_rate: optimizer peak learning rate; 0 = the model's default
+      (models.DEFAULT_LEARNING_RATES: 2e-3, or 3e-5 to fine-tune a
+      pretrained encoder).
     accelerator: one of `ACCELERATORS`.
     steps_per_execution: Keras steps per tf.function call (0 = device default).
     precision: mixed precision policy ('' = device default).
@@ -112,7 +135,7 @@ class TrainerSettings:
   model: str = 'bow'
   epochs: int = 3
   per_replica_batch_size: int = 32
-  learning_rate: float = 2e-3
+  learning_rate: float = 0.0
   accelerator: str = 'auto'
   steps_per_execution: int = 0
   precision: str = ''
@@ -132,6 +155,8 @@ class TrainerSettings:
     if self.per_replica_batch_size < 1:
       raise ValueError(
           f'per_replica_batch_size must be >= 1, got {self.per_replica_batch_size}')
+    if self.learning_rate < 0:
+      raise ValueError(f'learning_rate must be >= 0, got {self.learning_rate}')
     if self.input_cache_mb < 0:
       raise ValueError(
           f'input_cache_mb must be >= 0, got {self.input_cache_mb}')

@@ -11,7 +11,12 @@ The counting mirrors `components/transform/preprocessing.py` without
 TensorFlow (the preflight runs before it is imported), and
 tests/components/test_text_lengths.py checks it against the real
 `preprocessing_fn`: if the Transform's tokens change, change `word_count` and
-`ngram_count` here, nowhere else. TensorFlow's regular expressions are RE2,
+`ngram_count` here, nowhere else.
+
+With a pretrained checkpoint's tokenizer (`--model hub`), the sequence
+length counts that tokenizer's tokens, its two special tokens included
+(`components/token_counts.py`), and the cap is the checkpoint's positions
+(`PretrainedLength`). TensorFlow's regular expressions are RE2,
 whose `\\s` is ASCII whitespace `[\\t\\n\\f\\r ]` (so a no-break space is
 punctuation there), and `tf.strings.split` splits on ASCII whitespace
 including `\\v`; the patterns below spell those classes out. `\\p{...}`
@@ -24,7 +29,7 @@ import collections
 import dataclasses
 import functools
 import math
-from typing import Dict, Iterable, List, Mapping, Optional
+from typing import Callable, Dict, Iterable, List, Mapping, Optional
 
 import regex
 
@@ -39,6 +44,9 @@ MINIMUM = 8
 # TF-IDF baseline, which sees every word, 0.9994; bench/QUALITY.md).
 WORD_CAP = 256
 NGRAM_CAP = 4096
+# A pretrained encoder's cap where its checkpoint does not say (a TF Hub
+# SavedModel): the 512 positions of the BERT family.
+PRETRAINED_CAP = 512
 
 # preprocessing.URL_TOKEN (that module imports TensorFlow); its length
 # counts in the n-grams.
@@ -104,23 +112,52 @@ def _word_ngrams(word: str, ngram_min: int, ngram_max: int) -> frozenset:
                    for i in range(len(word) - width + 1))
 
 
+@dataclasses.dataclass(frozen=True)
+class PretrainedLength:
+  """How to count the sequence length for a pretrained checkpoint.
+
+  Attributes:
+    count: text -> its tokens, special tokens included
+      (`token_counts.counter`).
+    cap: the most tokens the checkpoint takes (its positions).
+  """
+  count: Callable[[str], int]
+  cap: int
+
+
 class LengthCounter:
   """Histograms of the id counts of the texts added (the training texts)."""
 
-  def __init__(self, fields: Iterable[str], ngram_min: int, ngram_max: int):
-    """Counts the ids of `fields` (keys of `FIELDS`) for each text added."""
+  def __init__(self, fields: Iterable[str], ngram_min: int, ngram_max: int,
+               pretrained: Optional[PretrainedLength] = None):
+    """Counts the ids of `fields` (keys of `FIELDS`) for each text added.
+
+    Args:
+      fields: keys of `FIELDS`.
+      ngram_min: shortest character n-gram.
+      ngram_max: longest character n-gram.
+      pretrained: count the sequence length in this tokenizer's tokens.
+    """
     self.fields = tuple(fields)
     unknown = set(self.fields) - set(FIELDS)
     if unknown:
       raise ValueError(f'unknown length fields {sorted(unknown)}')
     self._ngram_range = (ngram_min, ngram_max)
+    self._pretrained = pretrained
     self.histograms: Dict[str, collections.Counter] = {
         field: collections.Counter() for field in self.fields}
+    self.caps = {field: FIELDS[field][2] for field in self.fields}
+    self.units = {field: FIELDS[field][1] for field in FIELDS}
+    if pretrained:
+      self.caps[SEQUENCE_LENGTH] = pretrained.cap
+      self.units[SEQUENCE_LENGTH] = 'tokens'
 
   def add(self, text: str) -> None:
     marked = _marked(text)
     if SEQUENCE_LENGTH in self.histograms:
-      self.histograms[SEQUENCE_LENGTH][_word_count(marked)] += 1
+      self.histograms[SEQUENCE_LENGTH][
+          self._pretrained.count(text) if self._pretrained
+          else _word_count(marked)] += 1
     if CHAR_NGRAM_LENGTH in self.histograms:
       self.histograms[CHAR_NGRAM_LENGTH][
           _ngram_count(marked, *self._ngram_range)] += 1
@@ -176,13 +213,14 @@ def pick(histogram: Mapping[int, int], cap: int) -> Choice:
 
 def pick_all(counter: LengthCounter) -> Dict[str, Choice]:
   """A `Choice` for each field `counter` counted."""
-  return {field: pick(counter.histograms[field], FIELDS[field][2])
+  return {field: pick(counter.histograms[field], counter.caps[field])
           for field in counter.fields}
 
 
 def describe(choices: Mapping[str, Choice], given: Mapping[str, int],
              training_only: bool,
-             notes: Optional[Mapping[str, str]] = None) -> Optional[str]:
+             notes: Optional[Mapping[str, str]] = None,
+             units: Optional[Mapping[str, str]] = None) -> Optional[str]:
   """The one line saying what `auto` picked; None if every length was given.
 
   Args:
@@ -192,12 +230,15 @@ def describe(choices: Mapping[str, Choice], given: Mapping[str, int],
       pipeline splits later).
     notes: field -> why a length in `given` was not counted, said instead
       of 'given'.
+    units: field -> what was counted, where not `FIELDS`' unit
+      (`LengthCounter.units`).
   """
   if not choices and not notes:
     return None
   parts: List[str] = []
   said_texts = False
   for field, (flag, unit, _) in FIELDS.items():
+    unit = (units or {}).get(field, unit)
     if field in given:
       note = (notes or {}).get(field, 'given')
       parts.append(f'{flag} {given[field]} ({note})')

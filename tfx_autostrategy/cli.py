@@ -71,7 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
   run.add_argument('--hub-model-path', default='',
                    help='local SavedModel/TF Hub encoder for --model hub')
   run.add_argument('--learning-rate', type=float,
-                   default=trainer_defaults.learning_rate)
+                   default=trainer_defaults.learning_rate,
+                   help="peak learning rate; 0 (default) = the model's own: "
+                   '2e-3, or 3e-5 to fine-tune a pretrained encoder (hub)')
   run.add_argument('--input-cache-mb', type=int,
                    default=trainer_defaults.input_cache_mb,
                    help='memory for keeping decoded training/eval examples '

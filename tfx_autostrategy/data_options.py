@@ -8,6 +8,14 @@ flags, with the same defaults and checks.
 picked from the training texts (`components/text_lengths`). `run` counts them
 in its CSV preflight; `compile` reads the training CSVs through
 `tf.io.gfile` (`scan_remote`) and fails, naming the path, when it cannot.
+
+With `--model hub --hub-model-path DIR`, DIR's own tokenizer is used when
+`components/pretrained_dir.describe` recognises DIR (a Hugging Face
+checkpoint, a TF Hub BERT-family SavedModel): nothing else needs saying,
+`--sentencepiece-model` is refused as a conflict, and `--sequence-length
+auto` counts that tokenizer's tokens up to the checkpoint's positions. A
+SavedModel it does not recognise keeps the older way: its ids come from
+`--sentencepiece-model` (ids + 1, 0 is padding).
 """
 
 import argparse
@@ -16,6 +24,7 @@ import os
 from typing import Dict, Mapping, Optional, Union
 
 from tfx_autostrategy.components import conventions
+from tfx_autostrategy.components import pretrained_dir
 from tfx_autostrategy.components import settings
 from tfx_autostrategy.components import text_lengths
 
@@ -79,9 +88,7 @@ def text_settings(args: argparse.Namespace,
     ValueError: a setting out of range, naming it, or an 'auto' length
       missing from `lengths`.
   """
-  model = args.sentencepiece_model
-  if model and '://' not in model:
-    model = os.path.abspath(model)
+  model = _absolute(args.sentencepiece_model)
   values = {}
   for field, (flag, _, _) in text_lengths.FIELDS.items():
     value = getattr(args, field)
@@ -90,12 +97,58 @@ def text_settings(args: argparse.Namespace,
         raise ValueError(f'{flag} auto has not been resolved from the data')
       value = lengths[field]
     values[field] = value
+  described = pretrained(args)
+  if described:
+    if model:
+      raise ValueError(
+          f'--sentencepiece-model {args.sentencepiece_model} conflicts with '
+          f'--hub-model-path {args.hub_model_path}: the {described.model_type}'
+          f' checkpoint there is tokenised with its own {described.tokenizer}'
+          ' tokenizer; drop --sentencepiece-model')
+    length = values[text_lengths.SEQUENCE_LENGTH]
+    if described.max_length and length > described.max_length:
+      raise ValueError(
+          f'--sequence-length {length} exceeds the {described.max_length} '
+          f'positions of the {described.model_type} checkpoint at '
+          f'{described.path}')
+    if length < 3:
+      raise ValueError(f'--sequence-length {length} is too short for a '
+                       'pretrained encoder: it counts the 2 special tokens')
+  tokenizer = ('pretrained' if described else
+               'sentencepiece' if model else 'words')
   return settings.TextSettings(
       text_column=args.text_column, label_column=args.label_column,
       id_column=args.id_column, slice_column=args.slice_column,
-      vocab_size=args.vocab_size,
-      tokenizer='sentencepiece' if model else 'words',
-      sentencepiece_model=model, **values)
+      vocab_size=args.vocab_size, tokenizer=tokenizer,
+      sentencepiece_model=model,
+      pretrained_model=described.path if described else '', **values)
+
+
+def _absolute(path: str) -> str:
+  """A local path made absolute (the local run's components do not run in
+  the caller's directory); a remote URI as it is."""
+  return os.path.abspath(path) if path and '://' not in path else path
+
+
+def pretrained(args: argparse.Namespace
+              ) -> Optional[pretrained_dir.PretrainedDir]:
+  """The checkpoint whose tokenizer Transform uses; None for the others.
+
+  That is `--hub-model-path` under `--model hub`, unless it is a SavedModel
+  without a known tokenizer and `--sentencepiece-model` is given.
+
+  Raises:
+    ValueError: the directory is missing or unsupported (naming why).
+  """
+  path = _absolute(getattr(args, 'hub_model_path', '') or '')
+  if getattr(args, 'model', '') != 'hub' or not path:
+    return None
+  try:
+    return pretrained_dir.describe(path)
+  except ValueError as error:
+    if args.sentencepiece_model and pretrained_dir.is_savedmodel(path):
+      return None
+    raise ValueError(f'--hub-model-path: {error}') from None
 
 
 def placeholder_lengths(args: argparse.Namespace) -> Dict[str, int]:
@@ -109,15 +162,25 @@ def length_counter(text: settings.TextSettings, args: argparse.Namespace
   """What the scan of the training texts must count; None if nothing.
 
   A SentencePiece tokenizer's pieces are not counted (that needs its model
-  in the preflight): its `auto` sequence length is the fixed default.
+  in the preflight): its `auto` sequence length is the fixed default. A
+  pretrained checkpoint's tokens are (`components/token_counts.py`).
   """
   fields = [field for field in placeholder_lengths(args)
             if not (field == text_lengths.SEQUENCE_LENGTH and
                     text.tokenizer == 'sentencepiece')]
   if not fields:
     return None
+  length = None
+  if (text.tokenizer == 'pretrained' and
+      text_lengths.SEQUENCE_LENGTH in fields):
+    from tfx_autostrategy.components import token_counts  # pylint: disable=g-import-not-at-top
+    described = pretrained_dir.describe(text.pretrained_model)
+    cap = described.max_length or text_lengths.PRETRAINED_CAP
+    length = text_lengths.PretrainedLength(
+        token_counts.counter(described),
+        cap // text_lengths.MULTIPLE * text_lengths.MULTIPLE)
   return text_lengths.LengthCounter(fields, text.char_ngram_min,
-                                    text.char_ngram_max)
+                                    text.char_ngram_max, length)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -153,7 +216,8 @@ def resolve_lengths(args: argparse.Namespace,
   values = {field: choice.length for field, choice in choices.items()}
   values.update({field: given[field] for field in notes})
   return Lengths(
-      values, text_lengths.describe(choices, given, training_only, notes) or '',
+      values, text_lengths.describe(choices, given, training_only, notes,
+                                    counter.units if counter else None) or '',
       text_lengths.to_summary(choices, given))
 
 

@@ -54,6 +54,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       'execution of steps_per_execution steps each)')
   parser.add_argument('--model', choices=settings.MODELS,
                       default=defaults.model)
+  parser.add_argument('--hub-model-path', default='',
+                      help='the encoder of --model hub (default: the '
+                      'checkpoint whose tokenizer the reused Transform '
+                      'output used)')
   parser.add_argument('--per-replica-batch-size', type=int,
                       default=defaults.per_replica_batch_size)
   parser.add_argument('--json', action='store_true',
@@ -84,6 +88,33 @@ def shape_for(accelerator: str, workers: int):
       compute_capability=pool.compute_capability, tpu_type=pool.tpu_type)
 
 
+def hub_model_path(args: argparse.Namespace, text_settings) -> str:
+  """The encoder a `--model hub` rehearsal trains ('' for other models).
+
+  The ids the encoder reads must come from its own tokenizer: the reused
+  Transform output's checkpoint is the default, and another one is refused.
+
+  Raises:
+    ValueError: no encoder to use, or one that the Transform output was not
+      tokenised for.
+  """
+  if args.model != 'hub':
+    return ''
+  tokenised_for = text_settings.pretrained_model
+  path = os.path.abspath(args.hub_model_path) if args.hub_model_path else ''
+  if not path and not tokenised_for:
+    raise ValueError(
+        '--model hub needs --hub-model-path, and a Transform output made '
+        'with its tokenizer: run `autostrategy run --model hub '
+        '--hub-model-path DIR --output OUT` first')
+  if tokenised_for and path and (os.path.abspath(tokenised_for) != path):
+    raise ValueError(
+        f'--hub-model-path {path!r} is not the checkpoint the Transform '
+        f'output in OUT was tokenised for ({tokenised_for!r}): its ids would '
+        'not be the encoder\'s')
+  return path or tokenised_for
+
+
 def run(args: argparse.Namespace) -> int:
   """`autostrategy rehearse`.
 
@@ -108,15 +139,16 @@ def _run_locked(args: argparse.Namespace, lock: contextlib.ExitStack) -> int:
     shape = shape_for(args.accelerator, args.workers)
     if args.steps < 0:
       raise ValueError(f'--steps must be >= 0, got {args.steps}')
-    trainer_settings = settings.TrainerSettings(
-        model=args.model, epochs=EPOCHS,
-        per_replica_batch_size=args.per_replica_batch_size,
-        accelerator=shape.kind)
     local_runner.check_output_dir(args.output)
     lock.enter_context(run_lock.hold(
         args.output, command=run_lock.command_line(getattr(args, 'argv',
                                                            None))))
     upstream = rehearse_upstream.prepare_upstream(args.data, args.output, out)
+    trainer_settings = settings.TrainerSettings(
+        model=args.model, epochs=EPOCHS,
+        per_replica_batch_size=args.per_replica_batch_size,
+        accelerator=shape.kind,
+        hub_model_path=hub_model_path(args, upstream['text_settings']))
   except (ValueError, OSError, run_lock.RunLockedError) as error:
     print(f'error: {error}', file=sys.stderr)
     return failures.EXIT_BAD_INPUT

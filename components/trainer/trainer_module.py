@@ -16,6 +16,7 @@ import tensorflow as tf
 import tensorflow_transform as tft
 
 from tfx_autostrategy.components import distribution_plan
+from tfx_autostrategy.components import hf_checkpoint
 from tfx_autostrategy.components import models
 from tfx_autostrategy.components import rehearsal
 from tfx_autostrategy.components import settings as settings_lib
@@ -203,6 +204,15 @@ def run_fn(fn_args) -> None:
                          decay_steps=steps_per_epoch * epochs,
                          jit_compile=jit_compile)
     return model
+
+  if trainer_settings.model == 'hub':
+    # A Hugging Face checkpoint becomes a SavedModel encoder here, on the
+    # host, once per checkpoint and precision (cached), and outside the
+    # strategy's scope; build_hub then loads that SavedModel.
+    trainer_settings = dataclasses.replace(
+        trainer_settings, hub_model_path=hf_checkpoint.encoder_path(
+            trainer_settings.hub_model_path,
+            precision=plan.precision or 'float32'))
 
   distribution_plan.apply_precision(plan.precision)
   try:

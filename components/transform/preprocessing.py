@@ -8,7 +8,8 @@ This directory is the Transform `module_file` package: TFX hashes it into the
 Transform cache key, so editing this file re-runs Transform while editing the
 Trainer does not. Only TensorFlow and tf.Transform ops are used on the default
 path, so the exported model serves without this package (the SentencePiece
-path needs `import tensorflow_text` in the serving process).
+and pretrained-tokenizer paths need `import tensorflow_text` in the serving
+process).
 """
 
 from typing import Any, Dict, Optional, Tuple
@@ -16,7 +17,9 @@ from typing import Any, Dict, Optional, Tuple
 import tensorflow as tf
 import tensorflow_transform as tft
 
+from tfx_autostrategy.components import pretrained_dir
 from tfx_autostrategy.components import settings as settings_lib
+from tfx_autostrategy.components.transform import pretrained_tokens
 
 WORD_VOCABULARY = 'words'
 CHAR_NGRAM_VOCABULARY = 'char_ngrams'
@@ -263,7 +266,10 @@ def preprocessing_fn(inputs: Dict[str, Any],
       `TextSettings` defaults apply.
 
   Returns:
-    `settings.TEXT_IDS` `[batch, sequence_length]` int64 (0 is padding),
+    `settings.TEXT_IDS` `[batch, sequence_length]` int64 (0 is padding;
+    with tokenizer='pretrained' the checkpoint's ids, special tokens and pad
+    id, and `settings.TEXT_MASK` and `settings.TEXT_TYPE_IDS` too: see
+    `pretrained_tokens`),
     `settings.CHAR_NGRAMS` `[batch, char_ngram_length]` int64 (distinct ids)
     and `settings.CHAR_NGRAM_WEIGHTS` (their TF-IDF weights, float32) when
     n-grams are enabled, and `settings.LABEL` `[batch]` int64 when the label
@@ -273,7 +279,11 @@ def preprocessing_fn(inputs: Dict[str, Any],
       settings_lib.TextSettings, (custom_config or {}).get('text', '{}'))
   text = dense_strings(inputs[text_settings.text_column])
   outputs = {}
-  if text_settings.tokenizer == 'sentencepiece':
+  if text_settings.tokenizer == 'pretrained':
+    outputs.update(pretrained_tokens.encode(
+        text, pretrained_dir.describe(text_settings.pretrained_model),
+        text_settings.sequence_length))
+  elif text_settings.tokenizer == 'sentencepiece':
     outputs[settings_lib.TEXT_IDS] = _sentencepiece_ids(text, text_settings)
   else:
     tokens = tokenize(text)

@@ -75,7 +75,8 @@ def test_each_component_hashes_exactly_the_package_files_it_runs():
           'components/__init__.py', 'components/cluster.py',
           'components/conventions.py', 'components/devices.py',
           'components/distribution_plan.py',
-          'components/embedding_training.py', 'components/hub_encoder.py',
+          'components/embedding_training.py', 'components/hf_checkpoint.py',
+          'components/hub_encoder.py',
           'components/models.py', 'components/rehearsal.py', 'components/settings.py',
           'components/strategies.py', 'components/trainer/__init__.py',
           'components/trainer/callbacks.py', 'components/trainer/executor.py',
@@ -84,8 +85,10 @@ def test_each_component_hashes_exactly_the_package_files_it_runs():
           'components/trainer/trainer_module.py', 'tfx_autostrategy/__init__.py']
   assert names(code_fingerprint.source_files(
       [config_lib.TRANSFORM_MODULE_FILE])) == [
-          'components/__init__.py', 'components/settings.py',
+          'components/__init__.py', 'components/pretrained_dir.py',
+          'components/settings.py', 'components/transform/__init__.py',
           'components/transform/preprocessing.py',
+          'components/transform/pretrained_tokens.py',
           'tfx_autostrategy/__init__.py']
 
 
