@@ -84,8 +84,10 @@ def test_each_component_hashes_exactly_the_package_files_it_runs():
           'components/trainer/trainer_module.py', 'tfx_autostrategy/__init__.py']
   assert names(code_fingerprint.source_files(
       [config_lib.TRANSFORM_MODULE_FILE])) == [
-          'components/__init__.py', 'components/settings.py',
+          'components/__init__.py', 'components/pretrained_dir.py',
+          'components/settings.py', 'components/transform/__init__.py',
           'components/transform/preprocessing.py',
+          'components/transform/pretrained_tokens.py',
           'tfx_autostrategy/__init__.py']
 
 
