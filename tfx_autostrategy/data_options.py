@@ -57,7 +57,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       default=text_lengths.AUTO,
                       help='word ids per example after padding; auto: the '
                       '95th percentile of the training texts, rounded up to '
-                      f'a multiple of 8, at most {text_lengths.WORD_CAP}')
+                      f'a multiple of 8, at most {text_lengths.WORD_CAP} '
+                      '(with --model hub and a pretrained checkpoint: its '
+                      'tokens, special ones included, at most its positions)')
   parser.add_argument('--char-ngram-length', type=length_option,
                       default=text_lengths.AUTO,
                       help='character n-gram ids per example after padding; '
