@@ -226,7 +226,8 @@ def run_fn(fn_args) -> None:
 
   distribution_plan.apply_precision(plan.precision)
   try:
-    if plan.jit_compile and not xla_in_fit:
+    # The same model and settings on every worker: the chief checks alone.
+    if plan.jit_compile and not xla_in_fit and plan.is_chief:
       rehearsal.check_xla_train_step(
           build_and_compile,
           input_pipeline.input_dataset(
