@@ -15,7 +15,7 @@ import shutil
 import pytest
 
 from conftest import run_cli
-from tfx_autostrategy import rehearse
+from tfx_autostrategy import rehearse as rehearse_command
 from tfx_autostrategy import rehearse_cluster
 
 
@@ -213,7 +213,7 @@ def test_bad_options_exit_2_naming_the_cause(tmp_path, args, message):
                            compute_capability=(9, 0))),
 ])
 def test_machine_shape_of_a_row(accelerator, expected):
-  shape = rehearse.shape_for(accelerator, 1)
+  shape = rehearse_command.shape_for(accelerator, 1)
   assert {key: getattr(shape, key) for key in expected} == expected
 
 
