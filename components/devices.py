@@ -93,6 +93,28 @@ def device_type_of(name: str) -> str:
   return name.rsplit('/', 1)[-1].split(':')[-2].upper()
 
 
+def tpu_slice_host(environ: Optional[Mapping[str, str]] = None
+                  ) -> Tuple[int, int]:
+  """(this host's index, hosts) of a TPU VM slice; (0, 1) elsewhere.
+
+  From the variables the TPU VM runtime sets on every host of a slice:
+  `TPU_WORKER_ID` and the comma-separated `TPU_WORKER_HOSTNAMES`.
+
+  Raises:
+    ValueError: TPU_WORKER_ID is not an index into TPU_WORKER_HOSTNAMES.
+  """
+  environ = os.environ if environ is None else environ
+  hosts = [h for h in environ.get('TPU_WORKER_HOSTNAMES', '').split(',') if h]
+  text = environ.get('TPU_WORKER_ID', '').strip() or '0'
+  if len(hosts) <= 1:
+    return 0, 1
+  if not text.isdigit() or int(text) >= len(hosts):
+    raise ValueError(f'TPU_WORKER_ID={text!r} is not a host of the '
+                     f'{len(hosts)}-host slice TPU_WORKER_HOSTNAMES='
+                     f'{environ["TPU_WORKER_HOSTNAMES"]!r}')
+  return int(text), len(hosts)
+
+
 def _tpu_vm_evidence(environ: Mapping[str, str], dev_dir: str) -> str:
   """Returns why this looks like a Cloud TPU VM, or '' if it does not."""
   # v2-v4 TPU VMs expose /dev/accel<N>; v5e and later bind the chips to VFIO.
@@ -236,11 +258,13 @@ def detect(accelerator: str = 'auto', *, tpu: str = '',
               f'{_TPU_PROBES_TEXT}') from error
         tpu_note = f'; TPU probe {probe} rejected by the resolver: {error}'
       else:
-        hosts = [h for h in environ.get('TPU_WORKER_HOSTNAMES', '').split(',')
-                 if h]
+        _, hosts = tpu_slice_host(environ)
+        slice_note = (f'; host of a {hosts}-host slice (TPU_WORKER_HOSTNAMES)'
+                      if hosts > 1 else '')
         return info(
-            'tpu', f'TPU: {probe} resolved by {type(resolver).__name__}',
-            num_workers=max(len(hosts), 1),
+            'tpu', f'TPU: {probe} resolved by {type(resolver).__name__}'
+            f'{slice_note}',
+            num_workers=hosts,
             is_chief=cluster_lib.chief_from_environ(environ),
             tpu_resolver=resolver,
             cluster=None)

@@ -94,14 +94,33 @@ class DistributionPlan:
     return values
 
 
+# Hopper (H100, H200) is compute capability 9.0. Its tensor cores run
+# bfloat16 at float16's rate (H100 datasheet: the same dense TFLOPS for
+# both), and bfloat16 keeps float32's exponent range, so Keras needs no loss
+# scaling (float16's LossScaleOptimizer checks every step for overflow and
+# skips the steps that overflow): bfloat16 is the better default there, as
+# on TPUs. Ampere and Ada (8.x) also run bfloat16 at float16's rate; they
+# keep mixed_float16 here until that is measured on them.
+BFLOAT16_GPU_CAPABILITY = (9, 0)
+# float16 tensor cores arrived with Volta (compute capability 7.0).
+FLOAT16_GPU_CAPABILITY = (7, 0)
+
+
 def default_precision(info: AcceleratorInfo) -> str:
-  """Returns the mixed precision policy that suits the accelerator."""
+  """Returns the mixed precision policy that suits the accelerator.
+
+  bfloat16 on every TPU generation (the MXUs multiply in bfloat16); on GPUs
+  by compute capability: mixed_bfloat16 from Hopper (9.0), mixed_float16
+  from Volta (7.0), float32 below.
+  """
   if info.kind == 'tpu':
     return 'mixed_bfloat16'
-  # float16 tensor cores arrived with Volta (compute capability 7.0).
-  if (info.kind == 'gpu' and info.compute_capability is not None
-      and tuple(info.compute_capability) >= (7, 0)):
-    return 'mixed_float16'
+  if info.kind == 'gpu' and info.compute_capability is not None:
+    capability = tuple(info.compute_capability)
+    if capability >= BFLOAT16_GPU_CAPABILITY:
+      return 'mixed_bfloat16'
+    if capability >= FLOAT16_GPU_CAPABILITY:
+      return 'mixed_float16'
   return 'float32'
 
 
@@ -143,7 +162,8 @@ def plan_for(info: AcceleratorInfo, strategy: Any, per_replica_batch_size: int,
              steps_per_execution: int = 0,
              jit_compile: str = 'auto',
              backup_every_steps: int = -1,
-             strategy_name: str = '') -> DistributionPlan:
+             strategy_name: str = '',
+             num_replicas: int = 0) -> DistributionPlan:
   """Derives batch sizes, precision, steps_per_execution, XLA and backups.
 
   On TPU the tiling rule applies: a per-replica batch that is not a multiple
@@ -162,6 +182,9 @@ def plan_for(info: AcceleratorInfo, strategy: Any, per_replica_batch_size: int,
       `default_backup_every_steps`.
     strategy_name: the strategy's public name, where `strategy` stands in for
       another class (rehearsals); '' names `strategy`'s own class.
+    num_replicas: the replicas of the strategy `strategy` stands in for
+      (rehearsals of a multi-host TPU slice, whose stand-in has one replica
+      per host); 0 takes `strategy.num_replicas_in_sync`.
 
   Returns:
     The `DistributionPlan`.
@@ -198,7 +221,7 @@ def plan_for(info: AcceleratorInfo, strategy: Any, per_replica_batch_size: int,
           f'{TPU_BATCH_MULTIPLE} (128 per core is ideal)')
       logging.warning('autostrategy: %s', adjustments[-1])
       per_replica_batch_size = rounded
-  num_replicas = int(strategy.num_replicas_in_sync)
+  num_replicas = num_replicas or int(strategy.num_replicas_in_sync)
   class_name = type(strategy).__name__
   return DistributionPlan(
       accelerator=info.kind,

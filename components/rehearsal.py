@@ -12,7 +12,10 @@ A rehearsal fakes only what a CPU host cannot have, and says so:
   become `MirroredStrategy` over as many logical CPU devices as the machine
   has cores or GPUs (the launcher splits the CPU before TensorFlow starts);
   `MultiWorkerMirroredStrategy` stays itself, over local processes, with one
-  CPU device per worker instead of its GPUs.
+  CPU device per worker instead of its GPUs; a multi-host TPU slice becomes
+  `MultiWorkerMirroredStrategy` over one local process per host, each
+  replica taking its host's whole batch, so that the global batch and the
+  per-host input shards are the slice's (`StandInStrategies`).
 
 Everything after that is the Trainer's own code: the plan (global batch,
 precision, steps per execution, XLA, backup interval), the callbacks, `fit`,
@@ -47,8 +50,9 @@ class MachineShape:
   Attributes:
     name: the `--accelerator` value (`kubeflow/worker_pools.py`).
     kind: 'cpu', 'gpu' or 'tpu'.
-    accelerators_per_worker: GPUs or TPU cores of one machine (0 for CPU).
-    workers: machines training together.
+    accelerators_per_worker: GPUs or TPU devices (replicas) of one machine
+      (one host of a TPU slice), 0 for CPU.
+    workers: machines training together (for a TPU, the slice's hosts).
     compute_capability: GPU compute capability, e.g. (7, 5) for a T4.
     tpu_type: TPU accelerator type as the TPU VM runtime names it ('v3-8').
   """
@@ -58,6 +62,11 @@ class MachineShape:
   workers: int = 1
   compute_capability: Optional[Tuple[int, int]] = None
   tpu_type: str = ''
+
+  @property
+  def is_multi_host_tpu(self) -> bool:
+    """A TPU slice of several hosts (`workers` counts its hosts)."""
+    return self.kind == 'tpu' and self.workers > 1
 
   @property
   def replicas_per_worker(self) -> int:
@@ -115,6 +124,8 @@ class StandInStrategies:
     import tensorflow as tf  # pylint: disable=g-import-not-at-top
     self.intended = (name, dict(kwargs))
     replicas = self.shape.replicas_per_worker
+    if name == 'TPUStrategy' and self.shape.workers > 1:
+      return self._multi_host_tpu(tf, kwargs)
     if name == 'TPUStrategy':
       self.notes.append(
           f'TPUStrategy over {replicas} TPU cores -> MirroredStrategy over '
@@ -152,6 +163,29 @@ class StandInStrategies:
           cluster_resolver=resolver,
           communication_options=kwargs.get('communication_options'))
     return tf.distribute.get_strategy()
+
+  def _multi_host_tpu(self, tf, kwargs) -> Any:
+    """A multi-host slice: one MultiWorkerMirroredStrategy process per host."""
+    del kwargs  # The TPU resolver; the processes' TF_CONFIG names the hosts.
+    hosts, per_host = self.shape.workers, self.shape.accelerators_per_worker
+    self.notes.append(
+        f'TPUStrategy over {hosts} hosts x {per_host} TPU devices -> '
+        f'MultiWorkerMirroredStrategy over {hosts} local processes, one per '
+        'host, with one CPU replica each (it takes no logical CPU devices), '
+        f'whose batch is the host\'s whole share ({per_host} x the '
+        'per-replica batch): the global batch and each host\'s input shard '
+        'are the slice\'s')
+    self.notes.append(
+        'the client: TensorFlow drives a slice from host 0 alone (its '
+        'TPUStrategy runs one input pipeline per host through the pod '
+        'runtime, and host 0 exports); here every host process runs the '
+        'Trainer, and only host 0\'s export is kept')
+    self.xla_in_fit = False
+    return tf.distribute.MultiWorkerMirroredStrategy(
+        cluster_resolver=tf.distribute.cluster_resolver
+        .TFConfigClusterResolver(),
+        communication_options=tf.distribute.experimental.CommunicationOptions(
+            timeout_seconds=strategies.DEFAULT_COLLECTIVE_TIMEOUT_SECONDS))
 
   def check_callbacks(self, callbacks: Sequence[Any]) -> None:
     """Raises as `fit` would on the machine for an unsupported strategy.
@@ -249,7 +283,9 @@ def resolve(shape: MachineShape, per_replica_batch_size: int, *,
       steps_per_execution=steps_per_execution, jit_compile=jit_compile,
       backup_every_steps=backup_every_steps,
       strategy_name='DefaultStrategy' if intended in ('', 'default')
-      else intended)
+      else intended,
+      num_replicas=(shape.accelerators_per_worker * shape.workers
+                    if shape.is_multi_host_tpu else 0))
   logging.info('autostrategy: rehearsing %s; stand-ins: %s', shape.name,
                stand_in_notes(shape) + stand_ins.notes)
   return strategy, plan, info, stand_ins

@@ -117,8 +117,10 @@ class CompileOptions:
           'several workers need --target vertex: a Kubeflow pipeline step is '
           'one container')
     if self.target == 'kubeflow':
-      # Raises for TPUs that GKE has no node pools of.
+      # Raises for TPUs that GKE has no node pools of, and multi-host slices.
       worker_pools.kubernetes_node_selection(pool)
+    elif worker_pools.vertex_refusal(pool):
+      raise ValueError(worker_pools.vertex_refusal(pool))
     _check_columns(self.text)
     if self.id_type not in schema_render.ID_TYPES:
       raise ValueError('--id-type must be one of '

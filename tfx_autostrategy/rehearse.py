@@ -75,7 +75,10 @@ def shape_for(accelerator: str, workers: int):
   from tfx_autostrategy.kubeflow import worker_pools  # pylint: disable=g-import-not-at-top
   pool = worker_pools.worker_pool(accelerator)
   worker_pools.check_workers(pool, workers)
-  if workers > 1 and pool.accelerator_count > 1:
+  if pool.is_multi_host:
+    # One process per host of the slice.
+    workers = pool.hosts
+  elif workers > 1 and pool.accelerator_count > 1:
     raise ValueError(
         f'cannot rehearse {workers} x {pool.name} here: '
         'MultiWorkerMirroredStrategy uses one CPU device per worker, so '
@@ -84,7 +87,7 @@ def shape_for(accelerator: str, workers: int):
         'one-GPU pool such as nvidia-t4')
   return rehearsal.MachineShape(
       name=pool.name, kind=pool.kind,
-      accelerators_per_worker=pool.accelerator_count, workers=workers,
+      accelerators_per_worker=pool.replicas_per_host, workers=workers,
       compute_capability=pool.compute_capability, tpu_type=pool.tpu_type)
 
 

@@ -33,12 +33,15 @@ def _free_ports(count: int) -> List[int]:
   return ports
 
 
-def cluster_environments(workers: int) -> List[Dict[str, str]]:
+def cluster_environments(workers: int, tpu_hosts: bool = False
+                        ) -> List[Dict[str, str]]:
   """CLUSTER_SPEC and TF_CONFIG of each worker, as Vertex AI writes them.
 
   Vertex AI names the chief's pool `workerpool0` and the others'
   `workerpool1` in CLUSTER_SPEC, and writes the same cluster with TF job
-  names (`chief`, `worker`) in TF_CONFIG.
+  names (`chief`, `worker`) in TF_CONFIG. With `tpu_hosts` the workers are
+  the hosts of a TPU slice: each also gets the variables a TPU VM runtime
+  sets on every host (`TPU_WORKER_ID`, `TPU_WORKER_HOSTNAMES`).
   """
   if workers == 1:
     return [{}]
@@ -49,14 +52,19 @@ def cluster_environments(workers: int) -> List[Dict[str, str]]:
   for index in range(workers):
     pool, job, task = (('workerpool0', 'chief', 0) if index == 0 else
                        ('workerpool1', 'worker', index - 1))
-    environments.append({
+    environment = {
         'CLUSTER_SPEC': json.dumps({
             'cluster': pools, 'environment': 'cloud',
             'task': {'type': pool, 'index': task}}),
         'TF_CONFIG': json.dumps({
             'cluster': jobs, 'environment': 'cloud',
             'task': {'type': job, 'index': task}}),
-    })
+    }
+    if tpu_hosts:
+      environment['TPU_WORKER_ID'] = str(index)
+      environment['TPU_WORKER_HOSTNAMES'] = ','.join(
+          address.split(':')[0] for address in addresses)
+    environments.append(environment)
   return environments
 
 
@@ -104,7 +112,8 @@ def run_workers(shape, upstream: Dict[str, Any], trainer_settings,
   with open(spec_path, 'w') as f:
     json.dump(spec, f, indent=2)
   processes = []
-  for index, cluster_env in enumerate(cluster_environments(shape.workers)):
+  for index, cluster_env in enumerate(cluster_environments(
+      shape.workers, tpu_hosts=shape.kind == 'tpu')):
     env = tf_env.subprocess_env(**cluster_env)
     env.pop(cpu_replicas.CPU_REPLICAS_ENV, None)
     if shape.replicas_per_worker > 1:

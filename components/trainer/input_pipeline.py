@@ -1,12 +1,14 @@
 """The Trainer's input pipeline: fixed-shape batches of transformed examples.
 
 Steps per epoch from the example counts, the static-shape and TPU-length
-checks, the shuffle buffer, and which splits are decoded once and kept in
-memory (`cache_plan`, sized by `decoded_example_bytes`).
+checks, the shuffle buffer, which splits are decoded once and kept in memory
+(`cache_plan`, sized by `decoded_example_bytes`), and each input pipeline's
+own shard of a split (`distributed_dataset`: one pipeline per host of a TPU
+slice or per worker, each reading a disjoint share every epoch).
 """
 
 import math
-from typing import Dict, Optional
+from typing import Callable, Dict, Optional, Tuple
 
 import tensorflow as tf
 from tfx_bsl.public import tfxio
@@ -123,17 +125,18 @@ def decoded_example_bytes(tf_transform_output) -> int:
 
 
 def input_dataset(file_pattern, data_accessor, tf_transform_output,
-                  global_batch_size: int, shuffle: bool,
+                  batch_size: int, shuffle: bool,
                   shuffle_buffer_size: int = DEFAULT_SHUFFLE_BUFFER,
-                  cache: bool = False) -> tf.data.Dataset:
+                  cache: bool = False,
+                  shard: Tuple[int, int] = (1, 0)) -> tf.data.Dataset:
   """Fixed-shape, repeated batches of transformed examples.
 
   Args:
     file_pattern: the split's transformed TFRecord files.
     data_accessor: `fn_args.data_accessor`.
     tf_transform_output: the Transform graph's output.
-    global_batch_size: examples per step over all replicas; the last partial
-      batch is dropped so that every batch has a static shape.
+    batch_size: examples per batch; the last partial batch is dropped so
+      that every batch has a static shape.
     shuffle: shuffle examples (seeded, reshuffled every epoch).
     shuffle_buffer_size: examples in the shuffle buffer.
     cache: decode the split once and keep the decoded examples in memory.
@@ -141,8 +144,14 @@ def input_dataset(file_pattern, data_accessor, tf_transform_output,
       CPU cores the model runs on (on a 2-core host that cost the transformer
       9% of its throughput); with it later epochs only shuffle and batch.
       The caller checks that the split fits (`decoded_example_bytes`).
+    shard: (input pipelines, this one's index): keep every n-th example
+      from the index'th on, before shuffling, so that each input pipeline
+      (one per host or worker) reads a fixed, disjoint share of the split
+      every epoch. Transform writes few files, so the split is sharded by
+      example, not by file.
   """
-  if cache:
+  num_shards, index = shard
+  if cache or num_shards > 1:
     # One pass, all examples (the remainder is dropped after shuffling, so a
     # different one every epoch).
     dataset = data_accessor.tf_dataset_factory(
@@ -152,17 +161,14 @@ def input_dataset(file_pattern, data_accessor, tf_transform_output,
             label_key=settings_lib.LABEL, num_epochs=1, shuffle=False,
             drop_final_batch=False),
         tf_transform_output.transformed_metadata.schema)
-    dataset = dataset.unbatch().cache()
-    if shuffle:
-      dataset = dataset.shuffle(shuffle_buffer_size, seed=0,
-                                reshuffle_each_iteration=True)
-    dataset = dataset.repeat().batch(global_batch_size, drop_remainder=True)
-    dataset = dataset.prefetch(tf.data.AUTOTUNE)
+    dataset = dataset.unbatch()
+    dataset = shard_and_batch(dataset, batch_size, shuffle,
+                              shuffle_buffer_size, cache, shard)
   else:
     dataset = data_accessor.tf_dataset_factory(
         file_pattern,
         tfxio.TensorFlowDatasetOptions(
-            batch_size=global_batch_size,
+            batch_size=batch_size,
             label_key=settings_lib.LABEL,
             drop_final_batch=True,
             shuffle=shuffle,
@@ -170,11 +176,62 @@ def input_dataset(file_pattern, data_accessor, tf_transform_output,
             shuffle_seed=0 if shuffle else None),
         tf_transform_output.transformed_metadata.schema)
   options = tf.data.Options()
-  # Transform writes few files; shard by element so every worker gets data
-  # (the fixed shuffle seed gives every worker the same order to shard).
+  # Sharded here (`distributed_dataset`), never again by tf.distribute.
   options.experimental_distribute.auto_shard_policy = (
-      tf.data.experimental.AutoShardPolicy.DATA)
+      tf.data.experimental.AutoShardPolicy.OFF)
   return dataset.with_options(options)
+
+
+def shard_and_batch(examples: tf.data.Dataset, batch_size: int,
+                    shuffle: bool, shuffle_buffer_size: int = (
+                        DEFAULT_SHUFFLE_BUFFER),
+                    cache: bool = False,
+                    shard: Tuple[int, int] = (1, 0)) -> tf.data.Dataset:
+  """One input pipeline's repeated batches of an unbatched example stream.
+
+  Shards first (every example goes to exactly one pipeline, and to the same
+  one every epoch), then caches, shuffles within the shard (reshuffled every
+  epoch), repeats and batches with the remainder dropped.
+  """
+  num_shards, index = shard
+  if not 0 <= index < num_shards:
+    raise ValueError(f'input pipeline {index} of {num_shards} does not exist')
+  if num_shards > 1:
+    examples = examples.shard(num_shards, index)
+  if cache:
+    examples = examples.cache()
+  if shuffle:
+    examples = examples.shuffle(shuffle_buffer_size, seed=0,
+                                reshuffle_each_iteration=True)
+  examples = examples.repeat().batch(batch_size, drop_remainder=True)
+  return examples.prefetch(tf.data.AUTOTUNE)
+
+
+def distributed_dataset(strategy, make_dataset: Callable[
+    [int, Tuple[int, int]], tf.data.Dataset], global_batch_size: int):
+  """Each input pipeline's own shard, batched per replica, for `strategy`.
+
+  `strategy.distribute_datasets_from_function` calls `make_dataset` once per
+  input pipeline with its `tf.distribute.InputContext`: on a multi-host TPU
+  slice one per host (the host's CPU feeds its own chips), with
+  MultiWorkerMirroredStrategy one per worker, else one. Each pipeline reads
+  its shard (`shard` argument) in batches of the per-replica size, and each
+  of its replicas takes its own batch per step, so a step consumes
+  `global_batch_size` examples over all hosts.
+
+  Args:
+    strategy: the `tf.distribute.Strategy` training runs under.
+    make_dataset: `f(per_replica_batch, (input pipelines, index))` returning
+      that pipeline's batches (`input_dataset` with those arguments).
+    global_batch_size: examples per step over all replicas of all hosts.
+  """
+
+  def dataset_fn(input_context):
+    batch = input_context.get_per_replica_batch_size(global_batch_size)
+    return make_dataset(batch, (input_context.num_input_pipelines,
+                                input_context.input_pipeline_id))
+
+  return strategy.distribute_datasets_from_function(dataset_fn)
 
 
 def cache_plan(example_counts: Dict[str, int], example_bytes: int,

@@ -15,6 +15,7 @@ from typing import Any, Dict, Optional, Tuple
 import tensorflow as tf
 import tensorflow_transform as tft
 
+from tfx_autostrategy.components import devices
 from tfx_autostrategy.components import distribution_plan
 from tfx_autostrategy.components import hf_checkpoint
 from tfx_autostrategy.components import models
@@ -151,6 +152,14 @@ def run_fn(fn_args) -> None:
       jit_compile=trainer_settings.jit_compile,
       backup_every_steps=trainer_settings.backup_every_steps)
   stand_ins = None
+  host, hosts = devices.tpu_slice_host()
+  if hosts > 1 and host and not custom_config.get(REHEARSAL_KEY):
+    # TensorFlow drives a multi-host slice from one client: host 0's
+    # TPUStrategy runs every host's input pipeline and chips through the pod
+    # runtime's servers, and exports; the other hosts have nothing to run.
+    logging.info('autostrategy: TPU host %d of %d: host 0 trains the whole '
+                 'slice (TPU pod runtime); nothing to run here', host, hosts)
+    return
   if custom_config.get(REHEARSAL_KEY):
     strategy, plan, info, stand_ins = rehearsal.resolve(
         rehearsal.MachineShape.from_dict(custom_config[REHEARSAL_KEY]),
@@ -181,16 +190,27 @@ def run_fn(fn_args) -> None:
                'memory: %s (budget %d MiB)', example_bytes,
                ', '.join(s for s in cached if cached[s]) or 'none',
                trainer_settings.input_cache_mb)
-  train_dataset = input_pipeline.input_dataset(
-      fn_args.train_files, fn_args.data_accessor, tf_transform_output,
-      plan.global_batch_size, shuffle=True,
-      shuffle_buffer_size=input_pipeline.shuffle_buffer_for(
-          example_counts.get('train')),
-      cache=cached['train'])
-  eval_dataset = input_pipeline.input_dataset(
-      fn_args.eval_files, fn_args.data_accessor, tf_transform_output,
-      plan.global_batch_size, shuffle=False, cache=cached['eval'])
-  input_pipeline.check_static_shapes(train_dataset)
+  def make_train(batch_size, shard=(1, 0)):
+    return input_pipeline.input_dataset(
+        fn_args.train_files, fn_args.data_accessor, tf_transform_output,
+        batch_size, shuffle=True,
+        shuffle_buffer_size=input_pipeline.shuffle_buffer_for(
+            example_counts.get('train')),
+        cache=cached['train'], shard=shard)
+
+  def make_eval(batch_size, shard=(1, 0)):
+    return input_pipeline.input_dataset(
+        fn_args.eval_files, fn_args.data_accessor, tf_transform_output,
+        batch_size, shuffle=False, cache=cached['eval'], shard=shard)
+
+  input_pipeline.check_static_shapes(make_train(plan.per_replica_batch_size))
+  # Every input pipeline (one per host of a TPU slice, per worker, or one)
+  # reads its own shard, batched per replica: a step takes the global batch
+  # from all hosts together.
+  train_dataset = input_pipeline.distributed_dataset(
+      strategy, make_train, plan.global_batch_size)
+  eval_dataset = input_pipeline.distributed_dataset(
+      strategy, make_eval, plan.global_batch_size)
 
   # A stand-in over several logical CPUs cannot run XLA across them: the
   # replicated fit runs without it and XLA compiles the step on one device.
@@ -216,7 +236,8 @@ def run_fn(fn_args) -> None:
 
   distribution_plan.apply_precision(plan.precision)
   try:
-    if plan.jit_compile and not xla_in_fit:
+    # The same model and settings on every worker: the chief checks alone.
+    if plan.jit_compile and not xla_in_fit and plan.is_chief:
       rehearsal.check_xla_train_step(
           build_and_compile,
           input_pipeline.input_dataset(

@@ -112,3 +112,39 @@ def test_cpu_override_skips_tpu_and_gpus():
   # the CPU, not OneDeviceStrategy, which BackupAndRestore refuses.
   assert (strategy.name, strategy.kwargs) == ('MirroredStrategy',
                                               {'devices': ['/device:CPU:0']})
+
+
+SLICE_HOSTS = 't1v-n-0,t1v-n-1,t1v-n-2,t1v-n-3'
+
+
+@pytest.mark.parametrize('environ, expected', [
+    ({}, (0, 1)),
+    # A single-host TPU VM lists itself.
+    ({'TPU_WORKER_ID': '0', 'TPU_WORKER_HOSTNAMES': 't1v-n-0'}, (0, 1)),
+    ({'TPU_WORKER_ID': '2', 'TPU_WORKER_HOSTNAMES': SLICE_HOSTS}, (2, 4)),
+    ({'TPU_WORKER_HOSTNAMES': SLICE_HOSTS}, (0, 4)),
+])
+def test_tpu_slice_host(environ, expected):
+  assert devices.tpu_slice_host(environ) == expected
+
+
+@pytest.mark.parametrize('worker_id', ['4', 'x'])
+def test_a_host_outside_the_slice_is_refused(worker_id):
+  with pytest.raises(ValueError) as error:
+    devices.tpu_slice_host({'TPU_WORKER_ID': worker_id,
+                            'TPU_WORKER_HOSTNAMES': SLICE_HOSTS})
+  assert str(error.value) == (
+      f"TPU_WORKER_ID='{worker_id}' is not a host of the 4-host slice "
+      f"TPU_WORKER_HOSTNAMES='{SLICE_HOSTS}'")
+
+
+@pytest.mark.parametrize('worker_id, chief', [('0', True), ('3', False)])
+def test_every_host_of_a_slice_sees_the_whole_slice(worker_id, chief):
+  recorder = Recorder()
+  info = devices.detect(
+      'tpu', environ={'TPU_NAME': 'slice', 'TPU_WORKER_ID': worker_id,
+                      'TPU_WORKER_HOSTNAMES': SLICE_HOSTS},
+      tpu_resolver_factory=recorder.resolver_factory, list_devices=cpu_only)
+  assert (info.kind, info.num_workers, info.is_chief) == ('tpu', 4, chief)
+  assert info.reason.endswith('; host of a 4-host slice (TPU_WORKER_HOSTNAMES)')
+  assert not info.is_multi_worker

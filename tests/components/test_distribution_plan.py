@@ -108,6 +108,9 @@ def gpu_info(capability):
 
 
 @pytest.mark.parametrize('capability, expected', [
+    # Hopper (H100, H200): bfloat16 at float16's rate, no loss scaling.
+    ((9, 0), 'mixed_bfloat16'),
+    ((8, 9), 'mixed_float16'),
     ((8, 0), 'mixed_float16'),
     ((7, 0), 'mixed_float16'),
     ((6, 1), 'float32'),

@@ -406,30 +406,39 @@ def test_cached_input_yields_the_streamed_examples(upstream):
   assert first != second and first[:batch] != cached_rows[:batch]
 
 
-def test_cached_shuffle_order_is_the_same_in_every_worker(upstream):
-  """Multi-worker DATA sharding takes every n-th batch of each worker's own
-  copy of the dataset: the copies must agree on the order, every epoch, or
-  workers would train on overlapping examples and skip others."""
+@pytest.mark.parametrize('cache', [False, True])
+def test_each_input_pipeline_reads_its_own_shard_every_epoch(upstream, cache):
+  """One input pipeline per host of a TPU slice (or per worker) reads a
+  disjoint share of the real Transform output: over all pipelines every
+  example once per epoch, and each pipeline the same share every epoch,
+  reshuffled."""
+  import collections  # pylint: disable=g-import-not-at-top
   fn_args, tf_transform_output = _transformed(upstream)
   counts = executor_lib.example_counts(_stats_artifact(upstream['statistics']))
-  batch = 16
-  steps = 2 * counts['train'] // batch  # two epochs
+  total = counts['train']
+  pipelines = 3
+  everything = collections.Counter(_rows(input_pipeline.input_dataset(
+      fn_args.train_files, fn_args.data_accessor, tf_transform_output, 1,
+      shuffle=False, cache=True).take(total)))
 
-  def worker_copy():
-    return input_pipeline.input_dataset(
-        fn_args.train_files, fn_args.data_accessor, tf_transform_output,
-        batch, shuffle=True, cache=True,
-        shuffle_buffer_size=input_pipeline.shuffle_buffer_for(
-            counts['train'])).take(steps)
+  def epochs(index):
+    """Two epochs of pipeline `index`, batch 1 (so no remainder is lost)."""
+    size = len(range(index, total, pipelines))
+    rows = _rows(input_pipeline.input_dataset(
+        fn_args.train_files, fn_args.data_accessor, tf_transform_output, 1,
+        shuffle=True, cache=cache, shard=(pipelines, index),
+        shuffle_buffer_size=total).take(2 * size))
+    return rows[:size], rows[size:]
 
-  one, two = _rows(worker_copy()), _rows(worker_copy())
-  assert one == two
-  # Sharded two ways as DATA auto-sharding does: disjoint batches, together
-  # the whole stream.
-  shard0 = _rows(worker_copy().shard(2, 0))
-  shard1 = _rows(worker_copy().shard(2, 1))
-  assert len(shard0) + len(shard1) == steps * batch
-  assert sorted(shard0 + shard1) == sorted(one)
+  shares = [epochs(index) for index in range(pipelines)]
+  for epoch in range(2):
+    read = collections.Counter()
+    for share in shares:
+      read.update(share[epoch])
+    assert read == everything, f'epoch {epoch}'
+  for first, second in shares:
+    assert collections.Counter(first) == collections.Counter(second)
+    assert first != second  # reshuffled
 
 
 def _write_stats(tmp_path, labels):

@@ -51,10 +51,16 @@ UPSTREAM = {
                              *BASELINE_RESOLVER_TASKS[:1]},
     pipeline_lib.PUSHER: {TRAINER, pipeline_lib.EVALUATOR},
 }
-# GKE has no node pools of TPU v2 and v3: those compile for Vertex AI only
-# (test_node_selection.py checks the refusal).
+# GKE has no node pools of TPU v2 and v3, and a multi-host slice is not one
+# pod: those compile for Vertex AI only; Vertex AI custom training has no TPU
+# v5p or v6e: those compile for Kubeflow only (test_node_selection.py and
+# test_worker_pools.py check the refusals).
 KUBEFLOW_ACCELERATORS = tuple(a for a in worker_pools.ACCELERATORS
-                              if a not in ('tpu-v2-8', 'tpu-v3-8'))
+                              if a not in ('tpu-v2-8', 'tpu-v3-8',
+                                           'tpu-v5e-16'))
+VERTEX_ACCELERATORS = tuple(a for a in worker_pools.ACCELERATORS
+                            if a not in ('tpu-v5p-8', 'tpu-v6e-1', 'tpu-v6e-4',
+                                         'tpu-v6e-8'))
 # Half the machine's vCPUs and memory (room for the node's daemons) and the
 # accelerator by its Kubernetes resource name; TPUs are counted in chips.
 KUBEFLOW_REQUESTS = {
@@ -71,9 +77,24 @@ KUBEFLOW_REQUESTS = {
     'nvidia-a100x4': ('gpu', 24, 170, 'nvidia.com/gpu', 4),
     'nvidia-a100x8': ('gpu', 48, 340, 'nvidia.com/gpu', 8),
     'tpu-v5e-8': ('tpu', 112, 192, 'google.com/tpu', 8),
+    'nvidia-h100': ('gpu', 13, 117, 'nvidia.com/gpu', 1),
+    'nvidia-h100x2': ('gpu', 26, 234, 'nvidia.com/gpu', 2),
+    'nvidia-h100x4': ('gpu', 52, 468, 'nvidia.com/gpu', 4),
+    'nvidia-h100x8': ('gpu', 104, 936, 'nvidia.com/gpu', 8),
+    'nvidia-h200x8': ('gpu', 112, 1476, 'nvidia.com/gpu', 8),
+    'nvidia-a100-80gb': ('gpu', 6, 85, 'nvidia.com/gpu', 1),
+    'nvidia-a100-80gbx2': ('gpu', 12, 170, 'nvidia.com/gpu', 2),
+    'nvidia-a100-80gbx4': ('gpu', 24, 340, 'nvidia.com/gpu', 4),
+    'nvidia-a100-80gbx8': ('gpu', 48, 680, 'nvidia.com/gpu', 8),
+    'tpu-v5e-1': ('tpu', 12, 24, 'google.com/tpu', 1),
+    'tpu-v5e-4': ('tpu', 56, 96, 'google.com/tpu', 4),
+    'tpu-v5p-8': ('tpu', 104, 224, 'google.com/tpu', 4),
+    'tpu-v6e-1': ('tpu', 22, 88, 'google.com/tpu', 1),
+    'tpu-v6e-4': ('tpu', 90, 360, 'google.com/tpu', 4),
+    'tpu-v6e-8': ('tpu', 90, 720, 'google.com/tpu', 8),
 }
 TRAINER_EXECUTOR = 'tfx_autostrategy.components.trainer.executor.Executor'
-CASES = ([('vertex', a) for a in worker_pools.ACCELERATORS] +
+CASES = ([('vertex', a) for a in VERTEX_ACCELERATORS] +
          [('kubeflow', a) for a in KUBEFLOW_ACCELERATORS])
 
 
@@ -205,7 +226,7 @@ def test_every_step_runs_the_given_image_and_nothing_is_local(
   assert 'module_file' not in parameters
 
 
-@pytest.mark.parametrize('accelerator', worker_pools.ACCELERATORS)
+@pytest.mark.parametrize('accelerator', VERTEX_ACCELERATORS)
 def test_vertex_trainer_runs_our_executor_on_the_worker_pool(
     compiled, accelerator):
   _, _, spec = compiled['vertex', accelerator]
@@ -244,6 +265,43 @@ def test_vertex_trainer_runs_our_executor_on_the_worker_pool(
   # The Trainer insists on the accelerator the pool provides.
   assert json.loads(parameters['trainer_settings'])['accelerator'] == (
       pool.kind)
+
+
+# Issue 34's rows on Vertex AI, spelled out: the machine spec the training
+# job's one pool asks for. A multi-host slice is still one pool of one
+# replica: one host's machine type and chips, the whole slice's topology.
+NEW_VERTEX_MACHINES = {
+    'nvidia-h100x8': {'machine_type': 'a3-highgpu-8g',
+                      'accelerator_type': 'NVIDIA_H100_80GB',
+                      'accelerator_count': 8},
+    'nvidia-h200x8': {'machine_type': 'a3-ultragpu-8g',
+                      'accelerator_type': 'NVIDIA_H200_141GB',
+                      'accelerator_count': 8},
+    'nvidia-a100-80gbx2': {'machine_type': 'a2-ultragpu-2g',
+                           'accelerator_type': 'NVIDIA_A100_80GB',
+                           'accelerator_count': 2},
+    'tpu-v5e-1': {'machine_type': 'ct5lp-hightpu-1t',
+                  'accelerator_type': 'TPU_V5_LITEPOD',
+                  'accelerator_count': 1, 'tpu_topology': '1x1'},
+    'tpu-v5e-16': {'machine_type': 'ct5lp-hightpu-4t',
+                   'accelerator_type': 'TPU_V5_LITEPOD',
+                   'accelerator_count': 4, 'tpu_topology': '4x4'},
+}
+
+
+@pytest.mark.parametrize('accelerator', sorted(NEW_VERTEX_MACHINES))
+def test_vertex_pools_of_new_rows_literally(compiled, accelerator):
+  _, job, spec = compiled['vertex', accelerator]
+  assert job.pipeline_spec  # parsed strictly as a PipelineJob
+  training_args = json.loads(trainer_parameters(spec)['custom_config'])[
+      'ai_platform_training_args']
+  assert training_args['job_spec']['worker_pool_specs'] == [{
+      'machine_spec': NEW_VERTEX_MACHINES[accelerator],
+      'replica_count': 1,
+      'container_spec': {'image_uri': IMAGE}}]
+  expected_kind = 'tpu' if accelerator.startswith('tpu') else 'gpu'
+  assert json.loads(trainer_parameters(spec)['trainer_settings'])[
+      'accelerator'] == expected_kind
 
 
 def test_vertex_executor_runs_our_trainer_executor_remotely():
@@ -343,6 +401,11 @@ def test_direct_runner_adds_no_dataflow_args(compiled):
     ({'data_root': 'data'}, '--data must be a remote URI'),
     ({'image': ''}, '--image is required'),
     ({'accelerator': 'tpu-v5e-8', 'workers': 2}, 'one TPU slice'),
+    ({'accelerator': 'tpu-v6e-8'},
+     r'^tpu-v6e-8: Vertex AI custom training has no TPU v6e '),
+    ({'accelerator': 'tpu-v5e-16', 'target': 'kubeflow'},
+     r'^tpu-v5e-16 is a multi-host TPU slice .* Install JobSet '
+     r'\(jobset.x-k8s.io\) or LeaderWorkerSet'),
     ({'beam_runner': 'dataflow', 'pipeline_root': 's3://bucket/root'},
      'dataflow needs a gs:// pipeline root'),
 ])

@@ -42,6 +42,30 @@ EXPECTED = {
         'nodeSelector': {'labels': {
             'cloud.google.com/gke-accelerator': 'nvidia-tesla-a100'}},
         'tolerations': [GPU_TOLERATION]},
+    # Issue 34's rows.
+    'nvidia-h100x8': {
+        'nodeSelector': {'labels': {
+            'cloud.google.com/gke-accelerator': 'nvidia-h100-80gb'}},
+        'tolerations': [GPU_TOLERATION]},
+    'nvidia-a100-80gb': {
+        'nodeSelector': {'labels': {
+            'cloud.google.com/gke-accelerator': 'nvidia-a100-80gb'}},
+        'tolerations': [GPU_TOLERATION]},
+    'tpu-v5e-1': {
+        'nodeSelector': {'labels': {
+            'cloud.google.com/gke-tpu-accelerator': 'tpu-v5-lite-podslice',
+            'cloud.google.com/gke-tpu-topology': '1x1'}},
+        'tolerations': [TPU_TOLERATION]},
+    'tpu-v5p-8': {
+        'nodeSelector': {'labels': {
+            'cloud.google.com/gke-tpu-accelerator': 'tpu-v5p-slice',
+            'cloud.google.com/gke-tpu-topology': '2x2x1'}},
+        'tolerations': [TPU_TOLERATION]},
+    'tpu-v6e-8': {
+        'nodeSelector': {'labels': {
+            'cloud.google.com/gke-tpu-accelerator': 'tpu-v6e-slice',
+            'cloud.google.com/gke-tpu-topology': '2x4'}},
+        'tolerations': [TPU_TOLERATION]},
     'tpu-v5e-8': {
         'nodeSelector': {'labels': {
             'cloud.google.com/gke-tpu-accelerator': 'tpu-v5-lite-podslice',
