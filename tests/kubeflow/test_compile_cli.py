@@ -31,9 +31,11 @@ def test_compiles_vertex_tpu_pipeline(tmp_path):
 
 def test_unknown_accelerator_is_bad_input(tmp_path):
   output = tmp_path / 'pipeline.json'
-  proc = run_cli(*ARGS, '--target', 'vertex', '--accelerator', 'nvidia-h100',
+  # (nvidia-h100 was the unknown name here until issue 34 added it.)
+  proc = run_cli(*ARGS, '--target', 'vertex', '--accelerator', 'nvidia-b200',
                  '--output', str(output), timeout=600)
   assert proc.returncode == 2, proc.stderr[-3000:]
-  assert "unknown accelerator 'nvidia-h100'; valid values: cpu, " in proc.stderr
+  assert "unknown accelerator 'nvidia-b200'; valid values: cpu, " in proc.stderr
   assert 'tpu-v3-8' in proc.stderr and 'nvidia-a100x4' in proc.stderr
+  assert 'nvidia-h100' in proc.stderr and 'tpu-v6e-4' in proc.stderr
   assert not output.exists()
