@@ -76,9 +76,11 @@ setuptools.setup(
         'tensorflow-text>=2.16.1,<2.17',
         'regex',  # components/text_lengths.py (apache-beam requires it too)
         'matplotlib>=3.5',  # pipeline/report_plots.py: the run report's plots
+        # components/token_counts.py: XLM-R pieces for --sequence-length auto.
+        'sentencepiece',
     ],
     extras_require={
-        'test': ['pytest', 'sentencepiece', 'scikit-learn'],
+        'test': ['pytest', 'scikit-learn', 'tokenizers'],
     },
     entry_points={
         'console_scripts': ['autostrategy=tfx_autostrategy.cli:main'],
