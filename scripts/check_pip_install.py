@@ -35,14 +35,12 @@ import tempfile
 import time
 from typing import Dict
 
+from packaging.utils import canonicalize_name as canonical
+
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # A current pip (its resolver is the one users meet); pinned for a repeatable
 # check.
 PIP_VERSION = '25.3'
-
-
-def canonical(name: str) -> str:
-  return re.sub(r'[-_.]+', '-', name).lower()
 
 
 def pins(path: str) -> Dict[str, str]:

@@ -24,7 +24,8 @@ TRAIN_TEXTS = ['a b c'] * 19 + [' '.join(f'w{i}' for i in range(30))]
 EVAL_TEXTS = [' '.join(['long'] * 200)] * 4
 
 
-def _write(path, texts):
+def write_comments(path, texts):
+  """A Jigsaw CSV (id, comment_text, toxic) of `texts`, labels alternating."""
   os.makedirs(os.path.dirname(path), exist_ok=True)
   with open(path, 'w', newline='', encoding='utf-8') as f:
     writer = csv.writer(f)
@@ -36,8 +37,8 @@ def _write(path, texts):
 @pytest.fixture
 def data(tmp_path):
   root = tmp_path / 'data'
-  _write(str(root / 'train' / 'part.csv'), TRAIN_TEXTS)
-  _write(str(root / 'eval' / 'part.csv'), EVAL_TEXTS)
+  write_comments(str(root / 'train' / 'part.csv'), TRAIN_TEXTS)
+  write_comments(str(root / 'eval' / 'part.csv'), EVAL_TEXTS)
   return str(root)
 
 

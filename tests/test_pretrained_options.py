@@ -5,12 +5,12 @@ Through the real preflight (`run_preflight.check`) and the real
 """
 
 import contextlib
-import csv
 import json
 import os
 
 import pytest
 
+from test_length_options import write_comments
 from tfx_autostrategy import cli
 from tfx_autostrategy import run_preflight
 
@@ -19,18 +19,9 @@ from tfx_autostrategy import run_preflight
 TRAIN_TEXTS = ['Hello ' * 37] * 19 + ['a']
 
 
-def _write(path, texts):
-  os.makedirs(os.path.dirname(path), exist_ok=True)
-  with open(path, 'w', newline='', encoding='utf-8') as f:
-    writer = csv.writer(f)
-    writer.writerow(['id', 'comment_text', 'toxic'])
-    for i, text in enumerate(texts):
-      writer.writerow([i, text, i % 2])
-
-
 def _data(root, texts):
-  _write(str(root / 'train' / 'part.csv'), texts)
-  _write(str(root / 'eval' / 'part.csv'), ['x ' * 600] * 4)
+  write_comments(str(root / 'train' / 'part.csv'), texts)
+  write_comments(str(root / 'eval' / 'part.csv'), ['x ' * 600] * 4)
   return str(root)
 
 
