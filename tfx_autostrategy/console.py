@@ -9,7 +9,7 @@ console output the README describes.
 import contextlib
 import os
 import sys
-from typing import Dict, List, Optional, TextIO
+from typing import Callable, Dict, List, Optional, TextIO
 
 
 def number(value) -> str:
@@ -91,9 +91,12 @@ class Progress:
       a failure or an interruption is blamed on.
   """
 
-  def __init__(self, stream: TextIO):
+  def __init__(self, stream: TextIO,
+               before_start: Callable[[], None] = lambda: None):
     self.stream = stream
     self.running: List[str] = []
+    # Called before a component starts; may raise to keep it from starting.
+    self._before_start = before_start
 
   def on_epoch(self, epoch: int, epochs: int,
                values: Dict[str, float]) -> None:
@@ -107,6 +110,7 @@ class Progress:
   def on_event(self, component: str, event: str,
                seconds: Optional[float]) -> None:
     if event == 'started':
+      self._before_start()
       self.running.append(component)
       print(f'  {component:<20} ...', file=self.stream, flush=True)
     else:

@@ -40,10 +40,10 @@ def run(args: argparse.Namespace, defaults: Mapping[str, Any]) -> int:
   # A first SIGINT / SIGTERM stops the run (one line, summary, exit 130 /
   # 143); a second one exits at once. The lock is released when the run
   # returns, after summary.json is written.
-  with interrupts.stop_on_signals():
+  with interrupts.stop_on_signals() as stops:
     try:
       with contextlib.ExitStack() as lock:
-        return _run_locked(args, defaults, lock)
+        return _run_locked(args, defaults, lock, stops)
     except interrupts.Interrupted as stop:
       # Outside the pipeline: during the checks, or after the run's outcome
       # was printed; nothing of the pipeline was cut short.
@@ -54,8 +54,13 @@ def run(args: argparse.Namespace, defaults: Mapping[str, Any]) -> int:
 
 
 def _run_locked(args: argparse.Namespace, defaults: Mapping[str, Any],
-                lock: contextlib.ExitStack) -> int:
-  """`run`; the output directory's lock goes on `lock` once taken."""
+                lock: contextlib.ExitStack, stops: interrupts.Stops) -> int:
+  """`run`; the output directory's lock goes on `lock` once taken.
+
+  `stops.check()` runs before each component starts and when the pipeline
+  returns, so a signal whose exception a component's code swallowed still
+  stops the run before anything else (the Pusher) runs.
+  """
   out = sys.stdout
   try:
     checked = run_preflight.check(args, lock)
@@ -81,7 +86,8 @@ def _run_locked(args: argparse.Namespace, defaults: Mapping[str, Any],
                      text_lengths=checked.lengths.summary,
                      **run_preflight.run_settings(args, defaults))
 
-  progress = console.Progress(out)
+  progress = console.Progress(out, before_start=stops.check)
+  stops.locate = lambda: progress.current
   failure: Optional[BaseException] = None
   stopped: Optional[interrupts.Interrupted] = None
   partial = None
@@ -91,10 +97,13 @@ def _run_locked(args: argparse.Namespace, defaults: Mapping[str, Any],
       try:
         result = local_runner.run_pipeline(config, on_event=progress.on_event,
                                            on_epoch=progress.on_epoch)
+        stops.check()
       except interrupts.Interrupted as stop:
         stopped = stop
         logging.getLogger('autostrategy').warning(
-            'the pipeline was %s', stop, exc_info=True)
+            'the pipeline was %s%s; the signal came in:\n%s', stop,
+            f' (its exception was lost in {stop.lost_in}, which finished)'
+            if stop.lost_in else '', stops.stack, exc_info=True)
       except Exception as error:  # pylint: disable=broad-except
         failure = error
         # The whole traceback goes to the log; the terminal gets the cause.

@@ -82,7 +82,13 @@ def print_report_lines(path: Optional[str], model_run: Optional[str],
 def interrupted(stopped, partial, where: str, elapsed: float, layout,
                 summary_path: str, report_keys: Dict[str, Any],
                 out: TextIO) -> int:
-  """A signal stopped the pipeline in `where`; a rerun resumes from cache."""
+  """A signal stopped the pipeline in `where`; a rerun resumes from cache.
+
+  When the signal's exception was lost in a component's code, that component
+  (`stopped.lost_in`) finished and the run stopped before the next one: the
+  last line says so, not that it was stopped.
+  """
+  where = stopped.lost_in or where
   pushed = partial.pushed_model if partial else None
   unwritten = failures.write_summary(
       partial, summary_path, status='interrupted',
@@ -95,9 +101,14 @@ def interrupted(stopped, partial, where: str, elapsed: float, layout,
   print(f'full log: {layout.log_path}', file=out)
   if unwritten:
     print(unwritten, file=sys.stderr)
-  print(f'interrupted: {where or "the pipeline"} was {stopped}; completed '
-        'steps are kept and a rerun of the same command resumes',
-        file=sys.stderr)
+  if stopped.lost_in:
+    what = (f'{where} finished despite {stopped.signal_name} (its exception '
+            'was lost in that step\'s code) and the run stopped before the '
+            'next step')
+  else:
+    what = f'{where or "the pipeline"} was {stopped}'
+  print(f'interrupted: {what}; completed steps are kept and a rerun of the '
+        'same command resumes', file=sys.stderr)
   return stopped.exit_code
 
 

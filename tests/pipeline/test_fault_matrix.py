@@ -98,15 +98,29 @@ def check_interrupted(result, component, name, code, output):
   shown = console(*result[:3])
   print(f'=== {name} during {component}\n{shown}')
   assert got == code, shown
-  assert stderr.strip().splitlines()[-1] == (
-      f'interrupted: {component} was stopped by {name}; {RESUMES}'), shown
+  last = stderr.strip().splitlines()[-1]
+  # Rarely, code inside the component swallows the signal's exception (a bare
+  # `except:`): the component finishes and the run stops before the next one
+  # starts, and says so. Either way nothing after it runs, nothing is pushed.
+  lost = last.startswith(f'interrupted: {component} finished despite')
+  if lost:
+    print('(the exception was lost in the component; stopped after it)')
+    assert last == (
+        f'interrupted: {component} finished despite {name} (its exception was '
+        "lost in that step's code) and the run stopped before the next step; "
+        f'{RESUMES}'), shown
+  else:
+    assert last == (
+        f'interrupted: {component} was stopped by {name}; {RESUMES}'), shown
   assert 'Traceback' not in stderr, shown
   assert re.search(rf'pipeline stopped by {name} after \d+ s in {component}; '
                    r'no model was pushed in this run\.', stdout), shown
   assert (summary['status'], summary['interrupted_component'],
           summary['signal'], summary['pushed_model']) == (
               'interrupted', component, name, None)
-  assert states(summary)[component] == 'CANCELED', summary['components']
+  assert states(summary)[component] == ('COMPLETE' if lost else 'CANCELED'), (
+      summary['components'])
+  assert states(summary).get('Pusher') in (None, 'CANCELED'), shown
   assert pushed(output) == []
   # The lock is released cleanly: emptied, not left for a take-over.
   with open(os.path.join(output, '.autostrategy.lock')) as f:

@@ -1,11 +1,14 @@
 """SIGINT / SIGTERM become `Interrupted`; a second one exits at once."""
 
+import re
 import signal
 import subprocess
 import sys
 import time
 
 import pytest
+
+from tfx_autostrategy.pipeline import interrupts
 
 # Enters stop_on_signals, says READY, waits for a signal; its clean-up then
 # says CLEANUP and takes 60 s (a slow summary write), then prints the code.
@@ -88,3 +91,58 @@ def test_signal_handled_inside_a_del_still_interrupts_the_run():
   assert proc.stdout.splitlines() == ['DEL RAN', 'CAUGHT stopped by SIGTERM']
   assert 'Exception ignored' not in proc.stderr, proc.stderr
   assert proc.returncode == 143
+
+
+# A library that catches everything swallows the Interrupted inside the
+# Evaluator, which then finishes; the Pusher must not start, and the stop names
+# the Evaluator. The run's own parts: Stops, console.Progress and the
+# ProgressHandler that turns LocalDagRunner's log records into events.
+SWALLOWED = '''
+import logging, os, signal, sys, time
+from tfx_autostrategy import console
+from tfx_autostrategy.pipeline import interrupts
+from tfx_autostrategy.pipeline import progress_log
+
+with interrupts.stop_on_signals() as stops:
+  progress = console.Progress(sys.stdout, before_start=stops.check)
+  stops.locate = lambda: progress.current
+  logging.getLogger().addHandler(progress_log.ProgressHandler(progress.on_event))
+  logging.getLogger().setLevel(logging.INFO)
+  try:
+    logging.info('Component %s is running.', 'Evaluator')
+    try:
+      os.kill(os.getpid(), signal.SIGINT)
+      time.sleep(30)
+    except:  # pylint: disable=bare-except
+      print('SWALLOWED', flush=True)
+    logging.info('Component %s is finished.', 'Evaluator')
+    logging.info('Component %s is running.', 'Pusher')
+    print('PUSHER STARTED', flush=True)
+  except interrupts.Interrupted as stop:
+    print('CAUGHT', stop, 'lost in', stop.lost_in, flush=True)
+    print(stops.stack.strip().splitlines()[-1].strip(), flush=True)
+    sys.exit(stop.exit_code)
+'''
+
+
+def test_a_swallowed_signal_stops_the_run_before_the_next_component(tmp_path):
+  script = tmp_path / 'swallowed.py'  # A file: the stack then shows source.
+  script.write_text(SWALLOWED)
+  proc = subprocess.run([sys.executable, str(script)],
+                        capture_output=True, text=True, timeout=60,
+                        check=False)
+  lines = proc.stdout.splitlines()
+  assert lines[0].split() == ['Evaluator', '...']
+  assert lines[1] == 'SWALLOWED'
+  assert re.fullmatch(r'\s+Evaluator\s+done in \d+\.\d s', lines[2]), lines
+  assert lines[3] == 'CAUGHT stopped by SIGINT lost in Evaluator'
+  # The log gets where the signal came: the handler runs as os.kill returns.
+  assert lines[4] == 'os.kill(os.getpid(), signal.SIGINT)', lines
+  assert len(lines) == 5, lines  # No 'Pusher ...', no 'PUSHER STARTED'.
+  assert proc.returncode == 130, proc.stderr
+
+
+def test_stops_check_is_quiet_without_a_signal():
+  with interrupts.stop_on_signals() as stops:
+    stops.check()
+    assert stops.received == [] and stops.where == '' and stops.stack == ''
