@@ -40,6 +40,39 @@ class PretrainedInputs(tf.keras.layers.Layer):
     }
 
 
+class TokenPooling(tf.keras.layers.Layer):
+  """A summary of the token states over the real tokens (`mask` 1), float32.
+
+  What a sentence-transformers checkpoint declares (`PretrainedDir.pooling`):
+  'cls' the first token's state, 'mean' the mean over the real tokens,
+  'max' their element-wise maximum, 'mean_sqrt_len' their sum divided by the
+  square root of their count. Special tokens count as real, as in
+  sentence-transformers (its attention mask includes them).
+  """
+
+  MODES = ('cls', 'mean', 'max', 'mean_sqrt_len')
+
+  def __init__(self, mode: str, **kwargs):
+    super().__init__(dtype='float32', **kwargs)
+    if mode not in self.MODES:
+      raise ValueError(f'pooling {mode!r} is not one of {self.MODES}')
+    self.mode = mode
+
+  def call(self, sequence_output, mask):
+    states = tf.cast(sequence_output, tf.float32)
+    if self.mode == 'cls':
+      return states[:, 0]
+    mask = tf.cast(mask, tf.float32)[:, :, tf.newaxis]
+    if self.mode == 'max':
+      return tf.reduce_max(states + (mask - 1.0) * 1e9, axis=1)
+    total = tf.reduce_sum(states * mask, axis=1)
+    count = tf.maximum(tf.reduce_sum(mask, axis=1), 1.0)
+    return total / (count if self.mode == 'mean' else tf.sqrt(count))
+
+  def get_config(self):
+    return {**super().get_config(), 'mode': self.mode}
+
+
 def _saved_variables(obj) -> Tuple[List[tf.Variable], List[tf.Variable]]:
   """(all, trainable) variables of a loaded SavedModel object.
 

@@ -27,6 +27,13 @@ Two kinds of directory are recognised:
   an uncased vocabulary has no upper-case letters outside its bracketed
   special tokens (`[CLS]`, `[unused0]`), a cased one has thousands.
 
+A Hugging Face directory written by sentence-transformers also says how its
+training summarised a text: `modules.json` names a Pooling module whose
+`config.json` sets one `pooling_mode_*` (all-MiniLM-L6-v2: the mean of the
+token states). That is the summary the checkpoint was trained to make
+meaningful, so the classifier reads it (`pooling`); without it, the model's
+`pooled_output` (its trained pooler over `[CLS]`/`<s>`).
+
 Anything else is refused with a ValueError naming what is missing or
 unsupported and the supported list.
 """
@@ -51,6 +58,11 @@ SUPPORTED = ('Hugging Face checkpoints of model_type '
 # fairseq's dictionary, which XLM-R's ids follow.
 XLMR_BOS, XLMR_PAD, XLMR_EOS, XLMR_UNK = 0, 1, 2, 3
 XLMR_SENTENCEPIECE_FILE = 'sentencepiece.bpe.model'
+# sentence-transformers' Pooling config key -> `PretrainedDir.pooling`.
+POOLING_MODES = {'pooling_mode_cls_token': 'cls',
+                 'pooling_mode_mean_tokens': 'mean',
+                 'pooling_mode_max_tokens': 'max',
+                 'pooling_mode_mean_sqrt_len_tokens': 'mean_sqrt_len'}
 # Hugging Face's WordPiece gives [UNK] for a word longer than this (chars).
 WORDPIECE_MAX_CHARS_PER_WORD = 100
 
@@ -78,6 +90,9 @@ class PretrainedDir:
     max_position_embeddings: from config.json; 0 if unknown.
     config_path: config.json ('' for a SavedModel).
     weights_path: model.safetensors ('' for a SavedModel or if absent).
+    pooling: the text summary the checkpoint declares (sentence-transformers'
+      Pooling module): 'cls', 'mean', 'max' or 'mean_sqrt_len' over the
+      token states; '' when it declares none (use `pooled_output`).
   """
   path: str
   kind: str
@@ -94,6 +109,7 @@ class PretrainedDir:
   max_position_embeddings: int
   config_path: str = ''
   weights_path: str = ''
+  pooling: str = ''
 
   @property
   def max_length(self) -> int:
@@ -182,10 +198,42 @@ def _describe_huggingface(path: str) -> PretrainedDir:
   common = dict(
       path=path, kind=HUGGINGFACE, model_type=model_type,
       max_position_embeddings=int(config.get('max_position_embeddings') or 0),
-      config_path=config_path, weights_path=weights if _exists(weights) else '')
+      config_path=config_path, weights_path=weights if _exists(weights) else '',
+      pooling=declared_pooling(path))
   if MODEL_TYPES[model_type] == SENTENCEPIECE:
     return _xlmr(path, common)
   return _wordpiece(path, config, common)
+
+
+def declared_pooling(path: str) -> str:
+  """The pooling a sentence-transformers `modules.json` declares, or ''."""
+  modules_path = _join(path, 'modules.json')
+  if not _exists(modules_path):
+    return ''
+  try:
+    modules = json.loads(_read_text(modules_path))
+  except (ValueError, UnicodeDecodeError) as error:
+    raise ValueError(f'{modules_path} is not valid JSON ({error})') from None
+  if not isinstance(modules, list):
+    raise ValueError(f'{modules_path} is not a JSON list of modules')
+  pooling = [m for m in modules if isinstance(m, dict)
+             and str(m.get('type', '')).endswith('.Pooling')]
+  if not pooling:
+    return ''
+  folder = [pooling[0]['path']] if pooling[0].get('path') else []
+  config_path = _join(path, *folder, 'config.json')
+  config = _read_json(config_path)
+  modes = [mode for key, mode in POOLING_MODES.items() if config.get(key)]
+  others = sorted(k for k, v in config.items()
+                  if k.startswith('pooling_mode_') and v
+                  and k not in POOLING_MODES)
+  if len(modes) != 1 or others:
+    raise ValueError(
+        f'{config_path}: pooling {sorted(modes) + others or "none"} is not '
+        'supported; one of pooling_mode_cls_token, pooling_mode_mean_tokens, '
+        'pooling_mode_max_tokens, pooling_mode_mean_sqrt_len_tokens must be '
+        'true (the classifier reads that summary of the token states)')
+  return modes[0]
 
 
 def _xlmr(path: str, common: Dict[str, Any]) -> PretrainedDir:

@@ -1,5 +1,9 @@
 """The fine-tuning head and recipe of `--model hub` (models.build_hub)."""
 
+import json
+import os
+import shutil
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -134,3 +138,44 @@ def test_xla_train_step_under_mixed_bfloat16(checkpoint, tmp_path,
   # The encoder was converted for bfloat16 (cached beside the float32 one).
   assert any(name.endswith('-mixed_bfloat16-v1')
              for name in tf.io.gfile.listdir(str(tmp_path)))
+
+
+@pytest.mark.parametrize('mode', ['mean', 'cls', 'max', 'mean_sqrt_len'])
+def test_the_head_reads_the_pooling_the_checkpoint_declares(
+    checkpoint, mode, tmp_path, monkeypatch):
+  """sentence-transformers' modules.json + Pooling config: that summary of
+  the token states feeds the classifier, computed over the real tokens."""
+  monkeypatch.setenv('AUTOSTRATEGY_ENCODER_CACHE', str(tmp_path / 'cache'))
+  declared = str(tmp_path / 'declared')
+  shutil.copytree(checkpoint, declared)
+  with open(os.path.join(declared, 'modules.json'), 'w') as f:
+    json.dump([{'idx': 0, 'name': '0', 'path': '',
+                'type': 'sentence_transformers.models.Transformer'},
+               {'idx': 1, 'name': '1', 'path': '1_Pooling',
+                'type': 'sentence_transformers.models.Pooling'}], f)
+  os.makedirs(os.path.join(declared, '1_Pooling'))
+  with open(os.path.join(declared, '1_Pooling', 'config.json'), 'w') as f:
+    json.dump({f'pooling_mode_{key}': key == {
+        'mean': 'mean_tokens', 'cls': 'cls_token', 'max': 'max_tokens',
+        'mean_sqrt_len': 'mean_sqrt_len_tokens'}[mode]
+               for key in ('cls_token', 'mean_tokens', 'max_tokens',
+                           'mean_sqrt_len_tokens')}, f)
+  model = models.build(*_settings(declared))
+  assert model.get_layer(f'{mode}_pooling') is not None
+  features, _ = _data(6, seed=1)
+  states = model.get_layer('encoder')(
+      {'input_word_ids': tf.constant(features[settings_lib.TEXT_IDS], tf.int32),
+       'input_mask': tf.constant(features[settings_lib.TEXT_MASK], tf.int32),
+       'input_type_ids': tf.zeros([6, LENGTH], tf.int32)},
+      training=False)['sequence_output'].numpy()
+  mask = features[settings_lib.TEXT_MASK].astype(bool)
+  expected = []
+  for row in range(6):
+    real = states[row][mask[row]]  # The real tokens' states, in NumPy.
+    expected.append({'mean': real.mean(0), 'cls': states[row, 0],
+                     'max': real.max(0),
+                     'mean_sqrt_len': real.sum(0) / np.sqrt(len(real))}[mode])
+  kernel, bias = model.get_layer('probability').get_weights()
+  logits = np.stack(expected) @ kernel[:, 0] + bias[0]
+  np.testing.assert_allclose(model.predict(features, verbose=0)[:, 0],
+                             1 / (1 + np.exp(-logits)), rtol=1e-4, atol=1e-5)

@@ -39,7 +39,9 @@ def test_real_minilm_checkpoint(minilm_dir):
       lower_case=True, strip_accents=True, cls_id=101, sep_id=102, pad_id=0,
       unk_id=100, unk_token='[UNK]', max_position_embeddings=512,
       config_path=os.path.join(minilm_dir, 'config.json'),
-      weights_path=os.path.join(minilm_dir, 'model.safetensors'))
+      weights_path=os.path.join(minilm_dir, 'model.safetensors'),
+      # sentence-transformers' modules.json -> 1_Pooling/config.json.
+      pooling='mean')
   assert described.max_length == 512
   vocabulary = pretrained_dir.vocabulary(described.vocab_path)
   assert len(vocabulary) == 30522
@@ -89,6 +91,46 @@ def test_xlm_roberta_ids_follow_fairseq(tmp_path):
           described.sep_id, described.unk_id) == ('sentencepiece', 0, 1, 2, 3)
   assert described.lower_case is False
   assert described.max_length == 512
+
+
+_MODULES = [{'idx': 0, 'name': '0', 'path': '',
+             'type': 'sentence_transformers.models.Transformer'},
+            {'idx': 1, 'name': '1', 'path': '1_Pooling',
+             'type': 'sentence_transformers.models.Pooling'}]
+
+
+@pytest.mark.parametrize('pooling_config, expected', [
+    ({'pooling_mode_cls_token': True, 'pooling_mode_mean_tokens': False},
+     'cls'),
+    ({'pooling_mode_max_tokens': True}, 'max'),
+    ({'pooling_mode_mean_sqrt_len_tokens': True}, 'mean_sqrt_len'),
+    (None, ''),  # no modules.json: the model's pooled_output
+])
+def test_declared_pooling(tmp_path, pooling_config, expected):
+  _write(str(tmp_path), 'config.json', {'model_type': 'bert'})
+  _write(str(tmp_path), 'vocab.txt', '\n'.join(_CASED))
+  if pooling_config is not None:
+    _write(str(tmp_path), 'modules.json', _MODULES)
+    _write(str(tmp_path), os.path.join('1_Pooling', 'config.json'),
+           pooling_config)
+  assert pretrained_dir.describe(str(tmp_path)).pooling == expected
+
+
+@pytest.mark.parametrize('pooling_config, message', [
+    ({'pooling_mode_cls_token': True, 'pooling_mode_mean_tokens': True},
+     r"1_Pooling/config.json: pooling \['cls', 'mean'\] is not supported"),
+    ({'pooling_mode_weightedmean_tokens': True},
+     r"pooling \['pooling_mode_weightedmean_tokens'\] is not supported"),
+    ({}, r"pooling none is not supported; one of pooling_mode_cls_token"),
+])
+def test_unsupported_pooling_is_refused(tmp_path, pooling_config, message):
+  _write(str(tmp_path), 'config.json', {'model_type': 'bert'})
+  _write(str(tmp_path), 'vocab.txt', '\n'.join(_CASED))
+  _write(str(tmp_path), 'modules.json', _MODULES)
+  _write(str(tmp_path), os.path.join('1_Pooling', 'config.json'),
+         pooling_config)
+  with pytest.raises(ValueError, match=message):
+    pretrained_dir.describe(str(tmp_path))
 
 
 @pytest.mark.parametrize('files, message', [
