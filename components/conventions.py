@@ -11,12 +11,17 @@ and the compiler read them before TFX is loaded.
   Trainer's label check and the one-class checks use them).
 - The Evaluator's default AUC threshold and the default pipeline name, shared
   by the local run and the compiled pipelines.
+- The TPU multiple: TPUs tile by 8, so a TPU core's batch and the fixed text
+  lengths are multiples of it (`distribution_plan`, `text_lengths`).
 - The Trainer's epoch-end log record, which the CLI turns into a progress
   line (`pipeline/progress_log.py`); spelled here because the Trainer must
   not import `pipeline/` (its import closure keys its cache).
 """
 
 from typing import Dict
+
+# A TPU core's batch and the padded text lengths are multiples of this.
+TPU_MULTIPLE = 8
 
 FILE_PATTERN = '*.csv'
 # CsvExampleGen's name for the one input split of the single layout.

@@ -15,6 +15,7 @@ import dataclasses
 import logging
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 
+from tfx_autostrategy.components import conventions
 from tfx_autostrategy.components import devices
 from tfx_autostrategy.components import settings
 from tfx_autostrategy.components import strategies
@@ -29,10 +30,9 @@ TPU_STEPS_PER_EXECUTION = 32
 GPU_STEPS_PER_EXECUTION = 4
 CPU_STEPS_PER_EXECUTION = 1
 
-# XLA pads each TPU core's batch dimension to a multiple of this (the Cloud
-# TPU performance guide: 128 per core is ideal), and fixed feature lengths
-# tile in multiples of it too.
-TPU_BATCH_MULTIPLE = 8
+# XLA pads each TPU core's batch dimension to a multiple of
+# conventions.TPU_MULTIPLE (the Cloud TPU performance guide: 128 per core is
+# ideal); the fixed feature lengths tile in multiples of it too.
 
 # TPUs get no preemption notice (TF's PreemptionCheckpointHandler supports
 # MultiWorkerMirroredStrategy only), so on TPU the backup is also written every
@@ -167,7 +167,7 @@ def plan_for(info: AcceleratorInfo, strategy: Any, per_replica_batch_size: int,
   """Derives batch sizes, precision, steps_per_execution, XLA and backups.
 
   On TPU the tiling rule applies: a per-replica batch that is not a multiple
-  of `TPU_BATCH_MULTIPLE` is rounded up to one (XLA would pad every core's
+  of `conventions.TPU_MULTIPLE` is rounded up to one (XLA would pad every core's
   batch to it anyway, wasting that share of each step), and the plan's
   `adjustments` say so; XLA cannot be turned off there.
 
@@ -213,12 +213,12 @@ def plan_for(info: AcceleratorInfo, strategy: Any, per_replica_batch_size: int,
     if jit_compile == 'off':
       raise ValueError('jit_compile=off is impossible on TPU: TPUs run only '
                        'XLA-compiled programs')
-    if per_replica_batch_size % TPU_BATCH_MULTIPLE:
-      rounded = _round_up(per_replica_batch_size, TPU_BATCH_MULTIPLE)
+    if per_replica_batch_size % conventions.TPU_MULTIPLE:
+      rounded = _round_up(per_replica_batch_size, conventions.TPU_MULTIPLE)
       adjustments.append(
           f'per-replica batch {per_replica_batch_size} rounded up to '
           f'{rounded}: the TPU tiles each core\'s batch in multiples of '
-          f'{TPU_BATCH_MULTIPLE} (128 per core is ideal)')
+          f'{conventions.TPU_MULTIPLE} (128 per core is ideal)')
       logging.warning('autostrategy: %s', adjustments[-1])
       per_replica_batch_size = rounded
   num_replicas = num_replicas or int(strategy.num_replicas_in_sync)

@@ -48,7 +48,7 @@ class MachineShape:
   """The machine a rehearsal stands in for (one row of the worker pools).
 
   Attributes:
-    name: the `--accelerator` value (`kubeflow/worker_pools.py`).
+    name: the `--machine` value (`kubeflow/worker_pools.py`).
     kind: 'cpu', 'gpu' or 'tpu'.
     accelerators_per_worker: GPUs or TPU devices (replicas) of one machine
       (one host of a TPU slice), 0 for CPU.

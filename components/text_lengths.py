@@ -33,10 +33,11 @@ from typing import Callable, Dict, Iterable, List, Mapping, Optional
 
 import regex
 
+from tfx_autostrategy.components import conventions
+
 AUTO = 'auto'
 PERCENTILE = 95
-MULTIPLE = 8
-MINIMUM = 8
+MINIMUM = conventions.TPU_MULTIPLE
 # Word ids beyond 256 are rare in comment-style data and cost attention /
 # embedding work on every example. N-gram ids are distinct per text: 4096
 # cover about 500 words of English e-mail, where the model's AUC rose with
@@ -203,7 +204,7 @@ def pick(histogram: Mapping[int, int], cap: int) -> Choice:
   """The length covering the 95th percentile, a multiple of 8 in [8, cap]."""
   texts = sum(histogram.values())
   value = percentile(histogram)
-  rounded = max(MINIMUM, -(-value // MULTIPLE) * MULTIPLE)
+  rounded = max(MINIMUM, -(-value // conventions.TPU_MULTIPLE) * conventions.TPU_MULTIPLE)
   length = min(rounded, cap)
   return Choice(
       length=length, percentile=value, cap=cap if rounded > cap else 0,

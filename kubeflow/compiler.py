@@ -3,7 +3,7 @@
 The same pipeline definition as the local run, with what remote runs need:
 code imported from the container image (no module-file wheels), MLMD provided
 by the orchestrator, and the Trainer placed on the machine that
-`--accelerator` names (see `worker_pools`). The layers, each a module:
+`--machine` names (see `worker_pools`). The layers, each a module:
 
 - `compile_options`: `CompileOptions`, every option checked before TFX is
   imported (about 15 s), so that bad options fail fast;

@@ -1,7 +1,7 @@
 """What each target adds to the pipeline: Vertex AI, Kubeflow, Dataflow.
 
 - `vertex`: the Trainer step submits a Vertex AI custom job on the worker
-  pools of `--accelerator`, running our executor there
+  pools of `--machine`, running our executor there
   (`vertex_executor.Executor`); its `custom_config` carries the job.
 - `kubeflow`: the Trainer runs in its own pipeline container, which requests
   the accelerator, CPU and memory through KFP's `ResourceSpec`, and lands on
@@ -178,7 +178,7 @@ def check_output_format(options: compile_options.CompileOptions,
       worker_pools.kubernetes_node_selection(options.worker_pool) and
       not output_path.endswith(('.yaml', '.yml'))):
     raise ValueError(
-        f'--target kubeflow --accelerator {options.accelerator}: the Trainer\'s '
+        f'--target kubeflow --machine {options.accelerator}: the Trainer\'s '
         'node selector and toleration are written as the Kubernetes platform '
         'section of the KFP package, which only the YAML package carries '
         f'(and the KFP client uploads): use --output NAME.yaml, not '

@@ -1,4 +1,4 @@
-"""What each `--accelerator` value means: the one table of Trainer machines.
+"""What each `--machine` value means: the one table of Trainer machines.
 
 Every value names one machine shape, used two ways:
 
@@ -87,7 +87,7 @@ class WorkerPool:
   """One Trainer machine shape.
 
   Attributes:
-    name: the `--accelerator` value.
+    name: the `--machine` value.
     kind: CPU, GPU or TPU (becomes TrainerSettings.accelerator).
     machine_type: Compute Engine / Vertex AI machine type (of one host, for
       a multi-host TPU slice).
@@ -276,11 +276,11 @@ ACCELERATORS: Tuple[str, ...] = tuple(WORKER_POOLS)
 
 
 class UnknownAcceleratorError(ValueError):
-  """An `--accelerator` value that is not in the table."""
+  """A `--machine` value that is not in the table."""
 
 
 def worker_pool(name: str) -> WorkerPool:
-  """The worker pool of an `--accelerator` value.
+  """The worker pool of a `--machine` value.
 
   Raises:
     UnknownAcceleratorError: `name` is not in the table; the message lists the
@@ -290,7 +290,7 @@ def worker_pool(name: str) -> WorkerPool:
     return WORKER_POOLS[name]
   except KeyError:
     raise UnknownAcceleratorError(
-        f'unknown accelerator {name!r}; valid values: '
+        f'unknown machine {name!r}; valid values: '
         f'{", ".join(ACCELERATORS)}') from None
 
 
@@ -324,7 +324,7 @@ def gke_refusal(pool: WorkerPool) -> str:
   if pool.kind != CPU and not pool.gke_accelerator:
     return (f'{pool.name} has no GKE node pools (GKE offers TPU v4 and '
             'later), so a Kubeflow pipeline step cannot get one: use --target '
-            'vertex, or --accelerator tpu-v5e-8')
+            'vertex, or --machine tpu-v5e-8')
   if pool.is_multi_host:
     slice_spec = gke_multi_host_slice(pool)
     return (

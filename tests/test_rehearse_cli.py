@@ -113,7 +113,7 @@ SLOW_ROWS = ('tpu-v5e-16',)
 def test_every_row_trains_exports_and_serves(rehearse_output, row):
   args, expected = ROWS[row]
   accelerator = row.split()[0]
-  summary = rehearse(rehearse_output, '--accelerator', accelerator, *args)
+  summary = rehearse(rehearse_output, '--machine', accelerator, *args)
   assert summary['accelerator'] == accelerator
   assert {key: summary[key] for key in expected} == expected
   if summary['kind'] == 'tpu':
@@ -169,16 +169,16 @@ def check_multi_host_slice(summary):
 
 
 @pytest.mark.parametrize('args, message', [
-    (('--accelerator', 'nvidia-b200'),
-     'error: unknown accelerator \'nvidia-b200\'; valid values: cpu, '),
-    (('--accelerator', 'tpu-v3-8', '--workers', '2'),
+    (('--machine', 'nvidia-b200'),
+     'error: unknown machine \'nvidia-b200\'; valid values: cpu, '),
+    (('--machine', 'tpu-v3-8', '--workers', '2'),
      'error: tpu-v3-8 is one TPU slice: --workers must be 1, got 2'),
-    (('--accelerator', 'tpu-v5e-16', '--workers', '4'),
+    (('--machine', 'tpu-v5e-16', '--workers', '4'),
      'error: tpu-v5e-16 is one TPU slice of 4 hosts, which the row already '
      'counts: --workers must be 1, got 4'),
-    (('--accelerator', 'cpu', '--steps', '-1'),
+    (('--machine', 'cpu', '--steps', '-1'),
      'error: --steps must be >= 0, got -1'),
-    (('--accelerator', 'nvidia-a100x4', '--workers', '2'),
+    (('--machine', 'nvidia-a100x4', '--workers', '2'),
      'error: cannot rehearse 2 x nvidia-a100x4 here: '),
 ])
 def test_bad_options_exit_2_naming_the_cause(tmp_path, args, message):

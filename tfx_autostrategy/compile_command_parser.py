@@ -33,9 +33,7 @@ def add_parser(commands) -> None:
   compile_.add_argument('--trainer-image', default='',
                         help="the Trainer's image (default: --image), e.g. "
                         'a TF_VARIANT=gpu or tpu build')
-  compile_.add_argument('--accelerator', default='cpu',
-                        help='Trainer machine: ' +
-                        ', '.join(worker_pools.ACCELERATORS))
+  add_machine_argument(compile_, default='cpu')
   compile_.add_argument('--workers', type=int, default=1,
                         help='machines training together, chief included '
                         '(--target vertex, not TPUs)')
@@ -80,3 +78,27 @@ def add_parser(commands) -> None:
                         help='--target vertex: stop the training job after '
                         "this long: seconds or e.g. 90m, 24h, 7d (default: "
                         "Vertex AI's, 7 days)")
+
+
+class _RenamedToMachine(argparse.Action):
+  """`--accelerator` where a machine shape is meant: the old spelling."""
+
+  def __call__(self, parser, namespace, values, option_string=None):
+    parser.error(
+        f'--accelerator {values}: the machine shape is --machine {values} '
+        '(--accelerator is the accelerator family of run and detect: '
+        'auto, cpu, gpu, tpu)')
+
+
+def add_machine_argument(parser: argparse.ArgumentParser, **kwargs) -> None:
+  """`--machine NAME`, a row of the worker-pool table (compile, rehearse).
+
+  Stored as `args.accelerator`. The old spelling `--accelerator NAME` is
+  refused with the new one, so one flag never takes two vocabularies
+  (`run`/`detect --accelerator auto|cpu|gpu|tpu` is the family).
+  """
+  parser.add_argument('--machine', dest='accelerator', metavar='NAME',
+                      help='Trainer machine shape: ' +
+                      ', '.join(worker_pools.ACCELERATORS), **kwargs)
+  parser.add_argument('--accelerator', action=_RenamedToMachine,
+                      dest='renamed_accelerator', help=argparse.SUPPRESS)

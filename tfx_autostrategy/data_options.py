@@ -180,7 +180,7 @@ def length_counter(text: settings.TextSettings, args: argparse.Namespace
     cap = described.max_length or text_lengths.PRETRAINED_CAP
     length = text_lengths.PretrainedLength(
         token_counts.counter(described),
-        cap // text_lengths.MULTIPLE * text_lengths.MULTIPLE)
+        cap // conventions.TPU_MULTIPLE * conventions.TPU_MULTIPLE)
   return text_lengths.LengthCounter(fields, text.char_ngram_min,
                                     text.char_ngram_max, length)
 

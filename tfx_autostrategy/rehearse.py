@@ -36,11 +36,9 @@ EPOCHS = 2
 def add_arguments(parser: argparse.ArgumentParser) -> None:
   """The options of `autostrategy rehearse`."""
   from tfx_autostrategy.components import settings  # pylint: disable=g-import-not-at-top
-  from tfx_autostrategy.kubeflow import worker_pools  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy import compile_command_parser  # pylint: disable=g-import-not-at-top
   defaults = settings.TrainerSettings()
-  parser.add_argument('--accelerator', required=True,
-                      help='the machine to rehearse: ' +
-                      ', '.join(worker_pools.ACCELERATORS))
+  compile_command_parser.add_machine_argument(parser, required=True)
   parser.add_argument('--workers', type=int, default=1,
                       help='machines training together, chief included')
   parser.add_argument('--data', default='',
@@ -68,7 +66,7 @@ def shape_for(accelerator: str, workers: int):
   """The `rehearsal.MachineShape` of a worker-pool row.
 
   Raises:
-    ValueError: unknown accelerator (the message lists the valid ones), an
+    ValueError: unknown machine (the message lists the valid ones), an
       impossible number of workers, or a shape a CPU cannot stand in for.
   """
   from tfx_autostrategy.components import rehearsal  # pylint: disable=g-import-not-at-top

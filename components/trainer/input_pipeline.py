@@ -13,7 +13,7 @@ from typing import Callable, Dict, Optional, Tuple
 import tensorflow as tf
 from tfx_bsl.public import tfxio
 
-from tfx_autostrategy.components import distribution_plan
+from tfx_autostrategy.components import conventions
 from tfx_autostrategy.components import settings as settings_lib
 
 # Exports are often sorted (by date, source or label); a buffer that covers the
@@ -87,10 +87,10 @@ def check_tpu_lengths(text_settings: settings_lib.TextSettings) -> None:
 
   Raises:
     TrainingDataError: a fixed length is not a multiple of
-      `distribution_plan.TPU_BATCH_MULTIPLE`; the message names the setting
+      `conventions.TPU_MULTIPLE`; the message names the setting
       and the value to use.
   """
-  multiple = distribution_plan.TPU_BATCH_MULTIPLE
+  multiple = conventions.TPU_MULTIPLE
   lengths = [('sequence_length', '--sequence-length',
               text_settings.sequence_length)]
   if text_settings.char_ngram_min:

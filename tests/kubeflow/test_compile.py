@@ -390,7 +390,7 @@ def test_direct_runner_adds_no_dataflow_args(compiled):
 
 @pytest.mark.parametrize('overrides,match', [
     ({'pipeline_name': 'My_Pipeline'}, r'invalid pipeline name .*\[a-z0-9-\]'),
-    ({'accelerator': 'tpu-v9'}, r"unknown accelerator 'tpu-v9'; valid values: "
+    ({'accelerator': 'tpu-v9'}, r"unknown machine 'tpu-v9'; valid values: "
                                 r'cpu, nvidia-t4, '),
     ({'target': 'airflow'}, "unknown target 'airflow'"),
     ({'project': ''}, '--target vertex: --project and --region are required'),

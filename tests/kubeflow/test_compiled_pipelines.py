@@ -79,7 +79,7 @@ class Case:
 
 KUBEFLOW = Case('kubeflow')
 VERTEX_TWO_WORKERS = Case('vertex', VERTEX_FLAGS + (
-    '--accelerator', 'cpu', '--workers', '2'), seed=23)
+    '--machine', 'cpu', '--workers', '2'), seed=23)
 # The same, on data whose columns all have other names (and scheduling
 # options, which the stand-in's request parsing must accept).
 VERTEX_RENAMED = dataclasses.replace(

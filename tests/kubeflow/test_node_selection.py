@@ -163,7 +163,7 @@ def test_tpus_without_gke_node_pools_are_refused(accelerator):
   assert str(error.value) == (
       f'{accelerator} has no GKE node pools (GKE offers TPU v4 and later), so '
       'a Kubeflow pipeline step cannot get one: use --target vertex, or '
-      '--accelerator tpu-v5e-8')
+      '--machine tpu-v5e-8')
   # The same machine on Vertex AI compiles.
   options(accelerator, target='vertex')
 
@@ -177,14 +177,14 @@ def test_accelerator_job_json_is_refused_before_tfx_loads(tmp_path):
        'code = cli.main(sys.argv[1:])\n'
        'assert "tfx" not in sys.modules, "tfx was imported"\n'
        'sys.exit(code)\n',
-       'compile', '--target', 'kubeflow', '--accelerator', 'nvidia-l4',
+       'compile', '--target', 'kubeflow', '--machine', 'nvidia-l4',
        '--output', str(path), '--pipeline-root', ROOT, '--image', IMAGE,
        '--data', 'gs://bucket/data', '--sequence-length', '64',
        '--char-ngram-length', '512'],
       capture_output=True, text=True, timeout=120, check=False)
   assert result.returncode == 2, result.stderr
   assert result.stderr.strip().splitlines()[-1] == (
-      "error: --target kubeflow --accelerator nvidia-l4: the Trainer's node "
+      "error: --target kubeflow --machine nvidia-l4: the Trainer's node "
       'selector and toleration are written as the Kubernetes platform section '
       'of the KFP package, which only the YAML package carries (and the KFP '
       f"client uploads): use --output NAME.yaml, not '{path}'")

@@ -48,7 +48,7 @@ def test_unknown_accelerator_lists_the_valid_values():
   with pytest.raises(worker_pools.UnknownAcceleratorError) as error:
     worker_pools.worker_pool('nvidia-b200')
   message = str(error.value)
-  assert "unknown accelerator 'nvidia-b200'" in message
+  assert "unknown machine 'nvidia-b200'" in message
   for name in worker_pools.ACCELERATORS:
     assert name in message
 

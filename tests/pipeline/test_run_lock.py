@@ -89,7 +89,7 @@ def test_second_run_on_a_locked_output_exits_2_and_writes_nothing(tmp_path):
     assert metadata['pid'] == holder.pid
     assert metadata['host'] == socket.gethostname()
     for command in (['run'],  # The bundled sample: the data check passes.
-                    ['rehearse', '--accelerator', 'nvidia-t4']):
+                    ['rehearse', '--machine', 'nvidia-t4']):
       proc = run_cli(*command, '--output', str(output), timeout=120)
       assert proc.returncode == 2, proc.stdout + proc.stderr
       assert proc.stderr.strip().splitlines()[-1] == _locked_message(
