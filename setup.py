@@ -74,9 +74,9 @@ setuptools.setup(
         'kfp>=2.5.0,<2.6',
         'dill>=0.3.1.1,<0.3.2',
         'tensorflow-text>=2.16.1,<2.17',
-        'regex',  # components/text_lengths.py (apache-beam requires it too)
+        'regex',  # preflight/text_lengths.py (apache-beam requires it too)
         'matplotlib>=3.5',  # pipeline/report_plots.py: the run report's plots
-        # components/token_counts.py: XLM-R pieces for --sequence-length auto.
+        # preflight/token_counts.py: XLM-R pieces for --sequence-length auto.
         'sentencepiece',
     ],
     extras_require={

@@ -27,7 +27,7 @@ PREFLIGHT_TARGET = '>= 50000'
 
 def preflight(suite) -> None:
   """Rows per second of the CSV check `autostrategy run` starts with."""
-  from tfx_autostrategy.components import csv_check  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.preflight import csv_check  # pylint: disable=g-import-not-at-top
   rows = suite.options['preflight_rows']
   root = suite.data(rows)
   seconds = []

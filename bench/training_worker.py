@@ -60,7 +60,7 @@ def text_settings_of(tf_transform_output, settings_lib):
 
 def _configure_devices(cpu_replicas: int) -> None:
   tf_env.set_keras_flavour()
-  from tfx_autostrategy.components import cpu_replicas as cpu_replicas_lib  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.distribute import cpu_replicas as cpu_replicas_lib  # pylint: disable=g-import-not-at-top
   if cpu_replicas:
     cpu_replicas_lib.configure_cpu_replicas(cpu_replicas)
 
@@ -188,9 +188,9 @@ def main(argv=None) -> int:
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   import tensorflow_transform as tft  # pylint: disable=g-import-not-at-top
   from bench import common  # pylint: disable=g-import-not-at-top
-  from tfx_autostrategy.components import distribution_plan  # pylint: disable=g-import-not-at-top
-  from tfx_autostrategy.components import models  # pylint: disable=g-import-not-at-top
-  from tfx_autostrategy.components import settings as settings_lib  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.distribute import distribution_plan  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.modeling import models  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy import settings as settings_lib  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.components.trainer import input_pipeline  # pylint: disable=g-import-not-at-top
 
   trainer_settings = settings_lib.TrainerSettings(

@@ -11,8 +11,8 @@ into each target's configuration; `kubeflow/compiler.py` compiles them.
 import dataclasses
 import os
 
-from tfx_autostrategy.components import conventions
-from tfx_autostrategy.components import settings as settings_lib
+from tfx_autostrategy import conventions
+from tfx_autostrategy import settings as settings_lib
 from tfx_autostrategy.kubeflow import worker_pools
 from tfx_autostrategy.pipeline import config as config_lib
 from tfx_autostrategy.pipeline import schema_render

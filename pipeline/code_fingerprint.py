@@ -44,7 +44,7 @@ def _imported_modules(path: str) -> List[str]:
       names.extend(alias.name for alias in node.names)
     elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
       names.append(node.module)
-      # `from tfx_autostrategy.components import models` imports a module.
+      # `from tfx_autostrategy.modeling import models` imports a module.
       names.extend(f'{node.module}.{alias.name}' for alias in node.names)
   return [n for n in names if n == PACKAGE or n.startswith(PACKAGE + '.')]
 

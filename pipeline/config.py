@@ -5,12 +5,14 @@ import os
 import re
 from typing import Any, Dict, Optional, Tuple
 
-from tfx_autostrategy.components import conventions
-from tfx_autostrategy.components import settings as settings_lib
+from tfx_autostrategy import components as components_package
+from tfx_autostrategy import conventions
+from tfx_autostrategy import settings as settings_lib
 
 PIPELINE_NAME_RE = re.compile(r'[a-z0-9][a-z0-9-]{0,127}')
 
-_PACKAGE_COMPONENTS = os.path.dirname(os.path.abspath(settings_lib.__file__))
+_PACKAGE_COMPONENTS = os.path.dirname(
+    os.path.abspath(components_package.__file__))
 TRANSFORM_MODULE_FILE = os.path.join(_PACKAGE_COMPONENTS, 'transform',
                                      'preprocessing.py')
 TRAINER_MODULE_FILE = os.path.join(_PACKAGE_COMPONENTS, 'trainer',

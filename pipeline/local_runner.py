@@ -12,9 +12,9 @@ import os
 import tempfile
 from typing import Any, Callable, Dict, Optional, Sequence
 
-from tfx_autostrategy.components import csv_check
-from tfx_autostrategy.components import conventions
-from tfx_autostrategy.components import settings as settings_lib
+from tfx_autostrategy.preflight import csv_check
+from tfx_autostrategy import conventions
+from tfx_autostrategy import settings as settings_lib
 from tfx_autostrategy.pipeline import atomic_io
 from tfx_autostrategy.pipeline import config as config_lib
 from tfx_autostrategy.pipeline import progress_log

@@ -12,8 +12,8 @@ from typing import Dict, List
 import tensorflow_model_analysis as tfma
 from tfx import v1 as tfx
 
-from tfx_autostrategy.components import conventions
-from tfx_autostrategy.components import settings as settings_lib
+from tfx_autostrategy import conventions
+from tfx_autostrategy import settings as settings_lib
 from tfx_autostrategy.components.gate.component import AnomaliesGate
 from tfx_autostrategy.components.inline_schema.component import InlineSchemaGen
 from tfx_autostrategy.components.trainer import trainer_module

@@ -12,7 +12,7 @@ import logging
 import time
 from typing import Callable, Dict, Optional
 
-from tfx_autostrategy.components import conventions
+from tfx_autostrategy import conventions
 
 # LocalDagRunner's records around each component (tfx/orchestration/local/
 # local_dag_runner.py logs them with the node id as the one argument).

@@ -10,7 +10,7 @@ bucket and the text itself keys the component's cache.
 
 import importlib.resources
 
-from tfx_autostrategy.components import settings as settings_lib
+from tfx_autostrategy import settings as settings_lib
 
 # Package data (setup.py maps schemas/ onto tfx_autostrategy.schemas); pip
 # installs unzipped, so it is a file on disk that open() can read.

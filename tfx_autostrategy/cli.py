@@ -22,7 +22,7 @@ from tfx_autostrategy.failures import EXIT_OK
 
 
 def _add_training_options(parser: argparse.ArgumentParser) -> None:
-  from tfx_autostrategy.components import settings  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy import settings  # pylint: disable=g-import-not-at-top
   defaults = settings.TrainerSettings()
   parser.add_argument('--accelerator', choices=settings.ACCELERATORS,
                       default=defaults.accelerator,
@@ -49,8 +49,8 @@ def _add_training_options(parser: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
   """The command-line interface."""
-  from tfx_autostrategy.components import conventions  # pylint: disable=g-import-not-at-top
-  from tfx_autostrategy.components import settings  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy import conventions  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy import settings  # pylint: disable=g-import-not-at-top
   trainer_defaults = settings.TrainerSettings()
   parser = argparse.ArgumentParser(
       prog='autostrategy',
@@ -153,8 +153,8 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 def cmd_detect(args: argparse.Namespace) -> int:
   """`autostrategy detect`."""
-  from tfx_autostrategy.components import devices  # pylint: disable=g-import-not-at-top
-  from tfx_autostrategy.components import distribution_plan  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.distribute import devices  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.distribute import distribution_plan  # pylint: disable=g-import-not-at-top
   try:
     _, plan, _ = distribution_plan.resolve(
         args.accelerator, args.per_replica_batch_size,

@@ -10,7 +10,7 @@ import dataclasses
 import sys
 
 from tfx_autostrategy import data_options
-from tfx_autostrategy.components import settings
+from tfx_autostrategy import settings
 from tfx_autostrategy.failures import EXIT_BAD_INPUT
 from tfx_autostrategy.failures import EXIT_FAILED
 from tfx_autostrategy.failures import EXIT_OK

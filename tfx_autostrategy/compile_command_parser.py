@@ -7,8 +7,8 @@ building them imports no TFX or TensorFlow.
 import argparse
 
 from tfx_autostrategy import data_options
-from tfx_autostrategy.components import conventions
-from tfx_autostrategy.components import settings
+from tfx_autostrategy import conventions
+from tfx_autostrategy import settings
 from tfx_autostrategy.kubeflow import compile_options
 from tfx_autostrategy.kubeflow import worker_pools
 from tfx_autostrategy.pipeline import schema_render

@@ -23,10 +23,10 @@ import dataclasses
 import os
 from typing import Dict, Mapping, Optional, Union
 
-from tfx_autostrategy.components import conventions
-from tfx_autostrategy.components import pretrained_dir
-from tfx_autostrategy.components import settings
-from tfx_autostrategy.components import text_lengths
+from tfx_autostrategy import conventions
+from tfx_autostrategy.modeling import pretrained_dir
+from tfx_autostrategy import settings
+from tfx_autostrategy.preflight import text_lengths
 
 _DEFAULTS = settings.TextSettings()
 _SENTENCEPIECE_NOTE = ('SentencePiece pieces are not counted; the fixed '
@@ -165,7 +165,7 @@ def length_counter(text: settings.TextSettings, args: argparse.Namespace
 
   A SentencePiece tokenizer's pieces are not counted (that needs its model
   in the preflight): its `auto` sequence length is the fixed default. A
-  pretrained checkpoint's tokens are (`components/token_counts.py`).
+  pretrained checkpoint's tokens are (`tfx_autostrategy/preflight/token_counts.py`).
   """
   fields = [field for field in placeholder_lengths(args)
             if not (field == text_lengths.SEQUENCE_LENGTH and
@@ -175,7 +175,7 @@ def length_counter(text: settings.TextSettings, args: argparse.Namespace
   length = None
   if (text.tokenizer == 'pretrained' and
       text_lengths.SEQUENCE_LENGTH in fields):
-    from tfx_autostrategy.components import token_counts  # pylint: disable=g-import-not-at-top
+    from tfx_autostrategy.preflight import token_counts  # pylint: disable=g-import-not-at-top
     described = pretrained_dir.describe(text.pretrained_model)
     cap = described.max_length or text_lengths.PRETRAINED_CAP
     length = text_lengths.PretrainedLength(
@@ -241,8 +241,8 @@ def scan_remote(data_root: str, presplit: bool, text: settings.TextSettings,
       message names the path and says to pass numbers.
   """
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from tfx_autostrategy.components import csv_layout  # pylint: disable=g-import-not-at-top
-  from tfx_autostrategy.components import csv_scanner  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.preflight import csv_layout  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.preflight import csv_scanner  # pylint: disable=g-import-not-at-top
   split = (conventions.TRAIN_SPLIT if presplit else conventions.SINGLE_SPLIT)
   pattern = data_root.rstrip('/') + '/' + conventions.input_patterns(
       presplit)[split]

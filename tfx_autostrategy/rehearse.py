@@ -4,7 +4,7 @@ For one row of the worker-pool table (`kubeflow/worker_pools.py`, the table
 `compile` uses too) it runs AutoStrategyTrainer's executor for real on the
 Transform output of a local run, in as many processes as the machine shape
 has workers, with logical CPU devices standing in for its GPUs or TPU cores
-(`components/rehearsal.py` says what else is simulated), then serves the
+(`tfx_autostrategy/distribute/rehearsal.py` says what else is simulated), then serves the
 exported model on raw text. A shape that would fail on its machine fails here
 with the reason: an op without an XLA kernel, a dynamic shape, fixed lengths
 that break the TPU tiling rule, a callback its strategy does not support.
@@ -35,7 +35,7 @@ EPOCHS = 2
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
   """The options of `autostrategy rehearse`."""
-  from tfx_autostrategy.components import settings  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy import settings  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy import compile_command_parser  # pylint: disable=g-import-not-at-top
   defaults = settings.TrainerSettings()
   compile_command_parser.add_machine_argument(parser, required=True)
@@ -69,7 +69,7 @@ def shape_for(accelerator: str, workers: int):
     ValueError: unknown machine (the message lists the valid ones), an
       impossible number of workers, or a shape a CPU cannot stand in for.
   """
-  from tfx_autostrategy.components import rehearsal  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.distribute import rehearsal  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.kubeflow import worker_pools  # pylint: disable=g-import-not-at-top
   pool = worker_pools.worker_pool(accelerator)
   worker_pools.check_workers(pool, workers)
@@ -131,8 +131,8 @@ def _run_locked(args: argparse.Namespace, lock: contextlib.ExitStack) -> int:
   """`run`; the output directory's lock goes on `lock` once taken."""
   from tfx_autostrategy import rehearse_cluster  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy import rehearse_upstream  # pylint: disable=g-import-not-at-top
-  from tfx_autostrategy.components import distribution_plan  # pylint: disable=g-import-not-at-top
-  from tfx_autostrategy.components import settings  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.distribute import distribution_plan  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy import settings  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.pipeline import local_runner  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.pipeline import run_lock  # pylint: disable=g-import-not-at-top
   out = sys.stdout

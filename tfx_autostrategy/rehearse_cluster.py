@@ -83,7 +83,7 @@ def run_workers(shape, upstream: Dict[str, Any], trainer_settings,
     failures.RehearsalError: a worker failed (its innermost error) or timed
       out.
   """
-  from tfx_autostrategy.components import cpu_replicas  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.distribute import cpu_replicas  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.components.trainer import spec as spec_lib  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.components.trainer import trainer_module  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.pipeline import config as config_lib  # pylint: disable=g-import-not-at-top

@@ -12,8 +12,8 @@ import os
 from typing import Any, Dict, Mapping
 
 from tfx_autostrategy import data_options
-from tfx_autostrategy.components import csv_check
-from tfx_autostrategy.components import settings
+from tfx_autostrategy.preflight import csv_check
+from tfx_autostrategy import settings
 from tfx_autostrategy.pipeline import config as config_lib
 from tfx_autostrategy.pipeline import local_runner
 from tfx_autostrategy.pipeline import run_lock

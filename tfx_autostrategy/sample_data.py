@@ -39,8 +39,8 @@ from typing import (Dict, Iterable, Iterator, Mapping, Optional, Sequence,
                     Tuple)
 
 from tfx_autostrategy import sample_text
-from tfx_autostrategy.components import csv_check
-from tfx_autostrategy.components import settings
+from tfx_autostrategy.preflight import csv_check
+from tfx_autostrategy import settings
 
 # The default column names of the pipeline, in Jigsaw order.
 _DEFAULTS = settings.TextSettings()

@@ -49,7 +49,7 @@ def prepare(cpu_replicas: Optional[int] = None) -> None:
   set_keras_flavour()
   for key, value in QUIET_ENV.items():
     os.environ.setdefault(key, value)
-  from tfx_autostrategy.components import cpu_replicas as cpu_replicas_lib  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.distribute import cpu_replicas as cpu_replicas_lib  # pylint: disable=g-import-not-at-top
   if cpu_replicas:
     cpu_replicas_lib.configure_cpu_replicas(cpu_replicas)
   else:

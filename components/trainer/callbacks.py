@@ -15,8 +15,8 @@ from typing import Any
 
 import tensorflow as tf
 
-from tfx_autostrategy.components import conventions
-from tfx_autostrategy.components import distribution_plan
+from tfx_autostrategy import conventions
+from tfx_autostrategy.distribute import distribution_plan
 
 HISTORY_FILE = 'history.json'
 

@@ -14,7 +14,7 @@ from typing import Any, Dict
 
 import tensorflow as tf
 
-from tfx_autostrategy.components import devices
+from tfx_autostrategy.distribute import devices
 
 SERVING_SIGNATURE = 'serving_default'
 TRANSFORM_SIGNATURE = 'transform_features'

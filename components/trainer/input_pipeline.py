@@ -13,8 +13,8 @@ from typing import Callable, Dict, Optional, Tuple
 import tensorflow as tf
 from tfx_bsl.public import tfxio
 
-from tfx_autostrategy.components import conventions
-from tfx_autostrategy.components import settings as settings_lib
+from tfx_autostrategy import conventions
+from tfx_autostrategy import settings as settings_lib
 
 # Exports are often sorted (by date, source or label); a buffer that covers the
 # split shuffles it fully. Capped: one transformed example is ~5 KB.

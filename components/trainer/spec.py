@@ -15,7 +15,7 @@ from tfx.types import component_spec
 from tfx.types import standard_artifacts
 from tfx.types import standard_component_specs as std
 
-from tfx_autostrategy.components import settings as settings_lib
+from tfx_autostrategy import settings as settings_lib
 
 STATISTICS_KEY = 'statistics'
 # `settings.to_json(TrainerSettings)`: model, batch, epochs, accelerator, ...

@@ -15,12 +15,12 @@ from typing import Any, Dict, Optional, Tuple
 import tensorflow as tf
 import tensorflow_transform as tft
 
-from tfx_autostrategy.components import devices
-from tfx_autostrategy.components import distribution_plan
-from tfx_autostrategy.components import hf_checkpoint
-from tfx_autostrategy.components import models
-from tfx_autostrategy.components import rehearsal
-from tfx_autostrategy.components import settings as settings_lib
+from tfx_autostrategy.distribute import devices
+from tfx_autostrategy.distribute import distribution_plan
+from tfx_autostrategy.modeling import hf_checkpoint
+from tfx_autostrategy.modeling import models
+from tfx_autostrategy.distribute import rehearsal
+from tfx_autostrategy import settings as settings_lib
 from tfx_autostrategy.components.trainer import callbacks as callbacks_lib
 from tfx_autostrategy.components.trainer import export
 from tfx_autostrategy.components.trainer import input_pipeline

@@ -17,8 +17,8 @@ from typing import Any, Dict, Optional, Tuple
 import tensorflow as tf
 import tensorflow_transform as tft
 
-from tfx_autostrategy.components import pretrained_dir
-from tfx_autostrategy.components import settings as settings_lib
+from tfx_autostrategy.modeling import pretrained_dir
+from tfx_autostrategy import settings as settings_lib
 from tfx_autostrategy.components.transform import pretrained_tokens
 
 WORD_VOCABULARY = 'words'

@@ -31,8 +31,8 @@ from typing import Dict
 
 import tensorflow as tf
 
-from tfx_autostrategy.components import pretrained_dir as pretrained_lib
-from tfx_autostrategy.components import settings as settings_lib
+from tfx_autostrategy.modeling import pretrained_dir as pretrained_lib
+from tfx_autostrategy import settings as settings_lib
 
 # Hugging Face's is_control: Unicode category C, except tab, newline, return
 # (those are whitespace); U+FFFD (a replacement character) goes too.

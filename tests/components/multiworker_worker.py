@@ -15,8 +15,8 @@ import logging
 import os
 import sys
 
-from tfx_autostrategy.components import cpu_replicas as cpu_replicas_lib
-from tfx_autostrategy.components import distribution_plan
+from tfx_autostrategy.distribute import cpu_replicas as cpu_replicas_lib
+from tfx_autostrategy.distribute import distribution_plan
 
 PER_REPLICA_BATCH_SIZE = 4
 STEPS_PER_EPOCH = 5

@@ -1,4 +1,4 @@
-"""Multi-worker clusters (components/cluster.py).
+"""Multi-worker clusters (tfx_autostrategy/distribute/cluster.py).
 
 TF_CONFIG / CLUSTER_SPEC parsing, the chief, the multi-worker strategy, and
 only the chief keeping its export.
@@ -9,9 +9,9 @@ import os
 
 import pytest
 
-from tfx_autostrategy.components import cluster
-from tfx_autostrategy.components import devices
-from tfx_autostrategy.components import strategies
+from tfx_autostrategy.distribute import cluster
+from tfx_autostrategy.distribute import devices
+from tfx_autostrategy.distribute import strategies
 from tfx_autostrategy.components.trainer import export
 
 from accelerator_fakes import cpu_only, Recorder  # pylint: disable=g-bad-import-order

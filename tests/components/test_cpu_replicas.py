@@ -1,4 +1,4 @@
-"""Logical CPU replicas (components/cpu_replicas.py).
+"""Logical CPU replicas (tfx_autostrategy/distribute/cpu_replicas.py).
 
 Configured before TensorFlow initialises devices, and a real 4-replica
 MirroredStrategy over them in a subprocess.
@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from tfx_autostrategy import tf_env
-from tfx_autostrategy.components import cpu_replicas
+from tfx_autostrategy.distribute import cpu_replicas
 
 WORKER_SCRIPT = os.path.join(os.path.dirname(__file__), 'multiworker_worker.py')
 

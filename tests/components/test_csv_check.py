@@ -10,8 +10,8 @@ import re
 import pytest
 
 from tfx_autostrategy import sample_data
-from tfx_autostrategy.components import conventions
-from tfx_autostrategy.components import csv_check
+from tfx_autostrategy import conventions
+from tfx_autostrategy.preflight import csv_check
 
 TESTDATA = os.path.join(os.path.dirname(os.path.dirname(__file__)),
                         'testdata', 'csv')

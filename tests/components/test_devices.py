@@ -1,4 +1,4 @@
-"""Accelerator detection (components/devices.py): probes and precedence.
+"""Accelerator detection (tfx_autostrategy/distribute/devices.py): probes and precedence.
 
 The TPU and GPU branches run with injected resolvers and device lists, never
 by patching TensorFlow.
@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from tfx_autostrategy.components import devices
-from tfx_autostrategy.components import strategies
+from tfx_autostrategy.distribute import devices
+from tfx_autostrategy.distribute import strategies
 
 from accelerator_fakes import cpu_only, two_gpus, Recorder  # pylint: disable=g-bad-import-order
 

@@ -1,4 +1,4 @@
-"""The distribution plan (components/distribution_plan.py).
+"""The distribution plan (tfx_autostrategy/distribute/distribution_plan.py).
 
 The real default strategy on this CPU, the TPU and GPU plans with injected
 devices, precision and the plan's checks.
@@ -9,9 +9,9 @@ import logging
 
 import pytest
 
-from tfx_autostrategy.components import devices
-from tfx_autostrategy.components import distribution_plan
-from tfx_autostrategy.components import strategies
+from tfx_autostrategy.distribute import devices
+from tfx_autostrategy.distribute import distribution_plan
+from tfx_autostrategy.distribute import strategies
 
 from accelerator_fakes import cpu_only, two_gpus, FakeStrategy, Recorder  # pylint: disable=g-bad-import-order
 

@@ -10,9 +10,9 @@ import tensorflow as tf
 
 import tiny_checkpoint
 
-from tfx_autostrategy.components import distribution_plan
-from tfx_autostrategy.components import models
-from tfx_autostrategy.components import settings as settings_lib
+from tfx_autostrategy.distribute import distribution_plan
+from tfx_autostrategy.modeling import models
+from tfx_autostrategy import settings as settings_lib
 
 
 def test_warmup_then_linear_decay():

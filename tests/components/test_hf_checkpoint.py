@@ -2,7 +2,7 @@
 
 The reference forward pass below is written from the published BERT /
 RoBERTa / DistilBERT definitions in NumPy, reading the safetensors file with
-its own few lines; it shares no code with components/hf_checkpoint.py. The
+its own few lines; it shares no code with tfx_autostrategy/modeling/hf_checkpoint.py. The
 token ids come from Hugging Face's own tokenizer (`tokenizers` reading the
 checkpoint's tokenizer.json).
 """
@@ -17,8 +17,8 @@ import tensorflow as tf
 
 import tiny_checkpoint
 
-from tfx_autostrategy.components import hf_checkpoint
-from tfx_autostrategy.components import hub_encoder
+from tfx_autostrategy.modeling import hf_checkpoint
+from tfx_autostrategy.modeling import hub_encoder
 
 # sentence-transformers' Quickstart (README and sbert.net docs) for
 # all-MiniLM-L6-v2: model.similarity(embeddings, embeddings) of these three

@@ -14,13 +14,13 @@ SCRIPT = textwrap.dedent("""
     import json, os, sys
     from tfx_autostrategy import tf_env
     tf_env.set_keras_flavour()
-    from tfx_autostrategy.components import cpu_replicas
-    from tfx_autostrategy.components import distribution_plan
+    from tfx_autostrategy.distribute import cpu_replicas
+    from tfx_autostrategy.distribute import distribution_plan
     cpu_replicas.configure_cpu_replicas(4)
     import numpy as np
     import tensorflow as tf
-    from tfx_autostrategy.components import models
-    from tfx_autostrategy.components import settings
+    from tfx_autostrategy.modeling import models
+    from tfx_autostrategy import settings
 
     name, hub_path, precision, export_dir, learning_rate = sys.argv[1:6]
     text = settings.TextSettings(sequence_length=16, vocab_size=50,
@@ -130,8 +130,8 @@ def test_mixed_precision_keeps_the_output_float32(tmp_path):
 @pytest.fixture(scope='module')
 def tf_modules():
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from tfx_autostrategy.components import models  # pylint: disable=g-import-not-at-top
-  from tfx_autostrategy.components import settings  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.modeling import models  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy import settings  # pylint: disable=g-import-not-at-top
   return tf, models, settings
 
 
@@ -169,7 +169,7 @@ def test_non_finite_loss_stops_training_with_an_error(tf_modules):
 
 def test_lazy_adam_moves_only_the_rows_a_batch_looked_up(tf_modules):
   tf, _, _ = tf_modules
-  from tfx_autostrategy.components import embedding_training  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.modeling import embedding_training  # pylint: disable=g-import-not-at-top
   start = [[1.0, 2.0], [3.0, 4.0], [5.0, 6.0], [7.0, 8.0]]
   lazy_table, adam_table = tf.Variable(start), tf.Variable(start)
   lazy = embedding_training.LazyAdam(0.1)

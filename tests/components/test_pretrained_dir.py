@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from tfx_autostrategy.components import pretrained_dir
+from tfx_autostrategy.modeling import pretrained_dir
 
 # A cased and an uncased BERT vocabulary, as TF Hub's assets/vocab.txt.
 _SPECIAL = ['[PAD]', '[unused0]', '[UNK]', '[CLS]', '[SEP]', '[MASK]']
@@ -172,7 +172,7 @@ def test_missing_directory_is_refused(tmp_path):
 
 def test_importable_and_usable_without_tensorflow(minilm_dir):
   script = ('import sys\n'
-            'from tfx_autostrategy.components import pretrained_dir\n'
+            'from tfx_autostrategy.modeling import pretrained_dir\n'
             f'd = pretrained_dir.describe({minilm_dir!r})\n'
             'assert d.cls_id == 101, d\n'
             "assert 'tensorflow' not in sys.modules\n")

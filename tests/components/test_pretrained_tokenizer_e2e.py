@@ -16,7 +16,7 @@ import textwrap
 import pytest
 
 from conftest import run_cli
-from tfx_autostrategy.components import pretrained_dir
+from tfx_autostrategy.modeling import pretrained_dir
 
 import tiny_encoder
 

@@ -1,6 +1,6 @@
 """The one-device strategies and the TPU train step, run for real on CPU.
 
-Only device discovery and the TPU runtime are faked (`components/rehearsal.py`);
+Only device discovery and the TPU runtime are faked (`tfx_autostrategy/distribute/rehearsal.py`);
 the strategy, the Trainer's callbacks, `fit`, XLA compilation and the backup
 run for real, each in a fresh process (logical devices and the Keras flavour
 are fixed when TensorFlow starts).
@@ -21,12 +21,12 @@ PRELUDE = textwrap.dedent("""
     tf_env.set_keras_flavour()
     import numpy as np
     import tensorflow as tf
-    from tfx_autostrategy.components import devices
-    from tfx_autostrategy.components import distribution_plan
-    from tfx_autostrategy.components import strategies
-    from tfx_autostrategy.components import models
-    from tfx_autostrategy.components import rehearsal
-    from tfx_autostrategy.components import settings
+    from tfx_autostrategy.distribute import devices
+    from tfx_autostrategy.distribute import distribution_plan
+    from tfx_autostrategy.distribute import strategies
+    from tfx_autostrategy.modeling import models
+    from tfx_autostrategy.distribute import rehearsal
+    from tfx_autostrategy import settings
     from tfx_autostrategy.components.trainer import callbacks
     from tfx_autostrategy.components.trainer import trainer_module
 

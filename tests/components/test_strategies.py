@@ -1,4 +1,4 @@
-"""The TPU start-up watchdog (components/strategies.py).
+"""The TPU start-up watchdog (tfx_autostrategy/distribute/strategies.py).
 
 An unreachable TPU is retried until it answers or the bound is reached;
 other errors are not retried.
@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from tfx_autostrategy.components import strategies
+from tfx_autostrategy.distribute import strategies
 
 from accelerator_fakes import FakeResolver  # pylint: disable=g-bad-import-order
 

@@ -3,10 +3,10 @@
 import tensorflow as tf
 import tokenizers
 
-from tfx_autostrategy.components import pretrained_dir
-from tfx_autostrategy.components import settings as settings_lib
-from tfx_autostrategy.components import text_lengths
-from tfx_autostrategy.components import token_counts
+from tfx_autostrategy.modeling import pretrained_dir
+from tfx_autostrategy import settings as settings_lib
+from tfx_autostrategy.preflight import text_lengths
+from tfx_autostrategy.preflight import token_counts
 from tfx_autostrategy.components.transform import pretrained_tokens
 
 import test_pretrained_tokens

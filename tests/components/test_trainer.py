@@ -17,7 +17,7 @@ import time
 import pytest
 import tensorflow as tf
 
-from tfx_autostrategy.components import settings as settings_lib
+from tfx_autostrategy import settings as settings_lib
 from tfx_autostrategy.components.trainer import executor as executor_lib
 from tfx_autostrategy.components.trainer import input_pipeline
 from tfx_autostrategy.components.trainer import spec as spec_lib
@@ -163,7 +163,7 @@ def test_warm_start_from_a_base_model(upstream, run_text, trained, tmp_path):
   assert (first_epoch_loss(spec['model_run']) <
           first_epoch_loss(cold_spec['model_run']))
 
-  from tfx_autostrategy.components import models  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.modeling import models  # pylint: disable=g-import-not-at-top
   other = models.build(settings_lib.TextSettings(),
                        settings_lib.TrainerSettings(model='transformer'))
   with pytest.raises(ValueError, match="does not fit model 'transformer'"):

@@ -20,7 +20,7 @@ from test_compile import class_path
 from test_compile import compile_and_parse
 from test_compile import executor_of
 from test_compile import options
-from tfx_autostrategy.components import settings
+from tfx_autostrategy import settings
 from tfx_autostrategy.components.inline_schema import component
 from tfx_autostrategy.kubeflow import compiler
 from tfx_autostrategy.pipeline import pipeline as pipeline_lib

@@ -41,7 +41,7 @@ from conftest import run_cli
 
 from tfx_autostrategy import failures
 from tfx_autostrategy import sample_data
-from tfx_autostrategy.components import csv_check
+from tfx_autostrategy.preflight import csv_check
 
 BAD = os.path.join(os.path.dirname(os.path.dirname(__file__)), 'testdata',
                    'bad')

@@ -33,8 +33,8 @@ RUN_SCRIPT = textwrap.dedent("""
     import tfx_autostrategy
     # The copy, not the editable install, must be the code that runs.
     assert tfx_autostrategy.__file__.startswith(sys.argv[3]), tfx_autostrategy.__file__
-    from tfx_autostrategy.components import csv_check
-    from tfx_autostrategy.components import settings
+    from tfx_autostrategy.preflight import csv_check
+    from tfx_autostrategy import settings
     from tfx_autostrategy.pipeline import local_runner
     from tfx_autostrategy.pipeline import pipeline as pipeline_lib
     data, output = sys.argv[1], sys.argv[2]
@@ -72,25 +72,34 @@ def test_each_component_hashes_exactly_the_package_files_it_runs():
 
   assert names(code_fingerprint.source_files(
       [config_lib.TRAINER_MODULE_FILE, executor])) == [
-          'components/__init__.py', 'components/cluster.py',
-          'components/conventions.py', 'components/devices.py',
-          'components/distribution_plan.py',
-          'components/embedding_training.py', 'components/hf_checkpoint.py',
-          'components/hub_encoder.py',
-          'components/models.py', 'components/pretrained_dir.py',
-          'components/rehearsal.py', 'components/settings.py',
-          'components/strategies.py', 'components/trainer/__init__.py',
+          'components/__init__.py', 'components/trainer/__init__.py',
           'components/trainer/callbacks.py', 'components/trainer/executor.py',
           'components/trainer/export.py',
           'components/trainer/input_pipeline.py', 'components/trainer/spec.py',
-          'components/trainer/trainer_module.py', 'tfx_autostrategy/__init__.py']
+          'components/trainer/trainer_module.py', 'tfx_autostrategy/__init__.py',
+          'tfx_autostrategy/conventions.py',
+          'tfx_autostrategy/distribute/__init__.py',
+          'tfx_autostrategy/distribute/cluster.py',
+          'tfx_autostrategy/distribute/devices.py',
+          'tfx_autostrategy/distribute/distribution_plan.py',
+          'tfx_autostrategy/distribute/rehearsal.py',
+          'tfx_autostrategy/distribute/strategies.py',
+          'tfx_autostrategy/modeling/__init__.py',
+          'tfx_autostrategy/modeling/embedding_training.py',
+          'tfx_autostrategy/modeling/hf_checkpoint.py',
+          'tfx_autostrategy/modeling/hub_encoder.py',
+          'tfx_autostrategy/modeling/models.py',
+          'tfx_autostrategy/modeling/pretrained_dir.py',
+          'tfx_autostrategy/settings.py']
   assert names(code_fingerprint.source_files(
       [config_lib.TRANSFORM_MODULE_FILE])) == [
-          'components/__init__.py', 'components/pretrained_dir.py',
-          'components/settings.py', 'components/transform/__init__.py',
+          'components/__init__.py', 'components/transform/__init__.py',
           'components/transform/preprocessing.py',
           'components/transform/pretrained_tokens.py',
-          'tfx_autostrategy/__init__.py']
+          'tfx_autostrategy/__init__.py',
+          'tfx_autostrategy/modeling/__init__.py',
+          'tfx_autostrategy/modeling/pretrained_dir.py',
+          'tfx_autostrategy/settings.py']
 
 
 def test_model_edits_rerun_the_trainer_preprocessing_edits_rerun_both(
@@ -119,11 +128,11 @@ def test_model_edits_rerun_the_trainer_preprocessing_edits_rerun_both(
   append(package / 'kubeflow' / 'compiler.py', '\n# an edit to compile\n')
   assert run() == ('CACHED', 'CACHED')
   # The model lives outside the Trainer's module-file directory.
-  append(package / 'components' / 'models.py', '\n# an edit to the model\n')
+  append(package / 'modeling' / 'models.py', '\n# an edit to the model\n')
   assert run() == ('CACHED', 'COMPLETE')
   append(package / 'components' / 'transform' / 'preprocessing.py',
          '\n# an edit to the preprocessing\n')
   assert run() == ('COMPLETE', 'COMPLETE')
   # Settings are read by both.
-  append(package / 'components' / 'settings.py', '\n# an edit to settings\n')
+  append(package / 'settings.py', '\n# an edit to settings\n')
   assert run() == ('COMPLETE', 'COMPLETE')

@@ -18,7 +18,7 @@ from typing import Callable
 
 import regex
 
-from tfx_autostrategy.components import pretrained_dir as pretrained_lib
+from tfx_autostrategy.modeling import pretrained_dir as pretrained_lib
 
 # The patterns of pretrained_tokens.py.
 _CONTROL = regex.compile(r'[\p{Cc}\p{Cf}\p{Co}\p{Cs}\uFFFD]')

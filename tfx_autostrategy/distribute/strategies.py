@@ -32,8 +32,8 @@ import sys
 import time
 from typing import Any, Callable, Optional, Tuple
 
-from tfx_autostrategy.components import cluster as cluster_lib
-from tfx_autostrategy.components import devices
+from tfx_autostrategy.distribute import cluster as cluster_lib
+from tfx_autostrategy.distribute import devices
 
 AcceleratorInfo = devices.AcceleratorInfo
 

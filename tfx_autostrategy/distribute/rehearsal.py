@@ -35,9 +35,9 @@ import dataclasses
 import logging
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from tfx_autostrategy.components import devices as devices_lib
-from tfx_autostrategy.components import distribution_plan
-from tfx_autostrategy.components import strategies
+from tfx_autostrategy.distribute import devices as devices_lib
+from tfx_autostrategy.distribute import distribution_plan
+from tfx_autostrategy.distribute import strategies
 
 # Cloud TPU VM runtimes set this; `detect` reads it as a TPU VM probe.
 _TPU_VM_VARIABLE = 'TPU_ACCELERATOR_TYPE'

@@ -9,9 +9,9 @@ import dataclasses
 import os
 from typing import Dict, List, Sequence
 
-from tfx_autostrategy.components import conventions
-from tfx_autostrategy.components import csv_layout
-from tfx_autostrategy.components import csv_scanner
+from tfx_autostrategy import conventions
+from tfx_autostrategy.preflight import csv_layout
+from tfx_autostrategy.preflight import csv_scanner
 
 @dataclasses.dataclass
 class CsvReport:

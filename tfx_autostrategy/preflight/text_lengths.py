@@ -15,7 +15,7 @@ tests/components/test_text_lengths.py checks it against the real
 
 With a pretrained checkpoint's tokenizer (`--model hub`), the sequence
 length counts that tokenizer's tokens, its two special tokens included
-(`components/token_counts.py`), and the cap is the checkpoint's positions
+(`tfx_autostrategy/preflight/token_counts.py`), and the cap is the checkpoint's positions
 (`PretrainedLength`). TensorFlow's regular expressions are RE2,
 whose `\\s` is ASCII whitespace `[\\t\\n\\f\\r ]` (so a no-break space is
 punctuation there), and `tf.strings.split` splits on ASCII whitespace
@@ -33,7 +33,7 @@ from typing import Callable, Dict, Iterable, List, Mapping, Optional
 
 import regex
 
-from tfx_autostrategy.components import conventions
+from tfx_autostrategy import conventions
 
 AUTO = 'auto'
 PERCENTILE = 95

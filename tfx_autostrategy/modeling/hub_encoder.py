@@ -9,7 +9,7 @@ from typing import List, Tuple
 
 import tensorflow as tf
 
-from tfx_autostrategy.components import settings as settings_lib
+from tfx_autostrategy import settings as settings_lib
 
 
 class BertInputs(tf.keras.layers.Layer):

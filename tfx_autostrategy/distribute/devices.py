@@ -30,8 +30,8 @@ import json
 import os
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 
-from tfx_autostrategy.components import cluster as cluster_lib
-from tfx_autostrategy.components import settings
+from tfx_autostrategy.distribute import cluster as cluster_lib
+from tfx_autostrategy import settings
 
 ACCELERATORS = settings.ACCELERATORS
 

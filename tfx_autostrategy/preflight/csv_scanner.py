@@ -12,8 +12,8 @@ import csv
 import dataclasses
 from typing import Dict, List, Optional
 
-from tfx_autostrategy.components import csv_layout
-from tfx_autostrategy.components import text_lengths
+from tfx_autostrategy.preflight import csv_layout
+from tfx_autostrategy.preflight import text_lengths
 
 # Type levels of CsvExampleGen's column type inference (tfx_bsl csv_decoder):
 # a column takes the highest level any of its values has.

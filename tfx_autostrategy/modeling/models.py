@@ -10,11 +10,11 @@ from typing import Callable, Dict
 
 import tensorflow as tf
 
-from tfx_autostrategy.components import embedding_training
-from tfx_autostrategy.components import hf_checkpoint
-from tfx_autostrategy.components import hub_encoder
-from tfx_autostrategy.components import pretrained_dir
-from tfx_autostrategy.components import settings as settings_lib
+from tfx_autostrategy.modeling import embedding_training
+from tfx_autostrategy.modeling import hf_checkpoint
+from tfx_autostrategy.modeling import hub_encoder
+from tfx_autostrategy.modeling import pretrained_dir
+from tfx_autostrategy import settings as settings_lib
 
 
 # The peak learning rate when TrainerSettings.learning_rate is 0: the models

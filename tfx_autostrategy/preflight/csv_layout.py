@@ -12,7 +12,7 @@ import fnmatch
 import os
 from typing import Dict, List, Tuple
 
-from tfx_autostrategy.components import conventions
+from tfx_autostrategy import conventions
 
 SINGLE = 'single'
 PRESPLIT = 'presplit'

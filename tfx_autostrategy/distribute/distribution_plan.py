@@ -15,10 +15,10 @@ import dataclasses
 import logging
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 
-from tfx_autostrategy.components import conventions
-from tfx_autostrategy.components import devices
-from tfx_autostrategy.components import settings
-from tfx_autostrategy.components import strategies
+from tfx_autostrategy import conventions
+from tfx_autostrategy.distribute import devices
+from tfx_autostrategy import settings
+from tfx_autostrategy.distribute import strategies
 
 AcceleratorInfo = devices.AcceleratorInfo
 

@@ -64,12 +64,12 @@ before those are imported.
 import os
 from typing import Dict, List, Optional, Sequence
 
-from tfx_autostrategy.components import conventions
-from tfx_autostrategy.components import csv_layout
-from tfx_autostrategy.components import csv_report
-from tfx_autostrategy.components import csv_scanner
-from tfx_autostrategy.components import settings
-from tfx_autostrategy.components import text_lengths
+from tfx_autostrategy import conventions
+from tfx_autostrategy.preflight import csv_layout
+from tfx_autostrategy.preflight import csv_report
+from tfx_autostrategy.preflight import csv_scanner
+from tfx_autostrategy import settings
+from tfx_autostrategy.preflight import text_lengths
 
 _DEFAULTS = settings.TextSettings()
 

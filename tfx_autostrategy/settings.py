@@ -58,7 +58,7 @@ class TextSettings:
       Transform then also outputs TEXT_MASK and TEXT_TYPE_IDS).
     sentencepiece_model: path of a SentencePiece model file.
     pretrained_model: a Hugging Face checkpoint or TF Hub SavedModel
-      directory (components/pretrained_dir.py) whose tokenizer Transform
+      directory (tfx_autostrategy/modeling/pretrained_dir.py) whose tokenizer Transform
       uses (tokenizer='pretrained').
   """
   text_column: str = 'comment_text'
