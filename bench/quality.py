@@ -42,8 +42,8 @@ import sys
 import time
 from typing import Any, Dict, List, Optional, Sequence
 
-from tfx_autostrategy import tf_env
 from tfx_autostrategy.pipeline import atomic_io
+from tfx_autostrategy import tf_env
 
 # `python bench/quality.py` puts bench/ first on sys.path, not the checkout;
 # `python -m bench.quality` and the tests import the package.

@@ -188,10 +188,10 @@ def main(argv=None) -> int:
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   import tensorflow_transform as tft  # pylint: disable=g-import-not-at-top
   from bench import common  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.components.trainer import input_pipeline  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.distribute import distribution_plan  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.modeling import models  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy import settings as settings_lib  # pylint: disable=g-import-not-at-top
-  from tfx_autostrategy.components.trainer import input_pipeline  # pylint: disable=g-import-not-at-top
 
   trainer_settings = settings_lib.TrainerSettings(
       model=args.model, per_replica_batch_size=args.per_replica_batch_size)

@@ -83,10 +83,10 @@ def main(argv=None) -> int:
   tf_env.set_keras_flavour()
   started = time.monotonic()
   from bench import common  # pylint: disable=g-import-not-at-top
-  from tfx_autostrategy.preflight import csv_check  # pylint: disable=g-import-not-at-top
-  from tfx_autostrategy import settings  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.pipeline import local_runner  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.pipeline import progress_log  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.preflight import csv_check  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy import settings  # pylint: disable=g-import-not-at-top
   text_settings = settings.TextSettings()
   report = csv_check.check_csv_dir(args.data)
   config = local_runner.build_config(

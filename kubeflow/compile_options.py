@@ -12,10 +12,10 @@ import dataclasses
 import os
 
 from tfx_autostrategy import conventions
-from tfx_autostrategy import settings as settings_lib
 from tfx_autostrategy.kubeflow import worker_pools
 from tfx_autostrategy.pipeline import config as config_lib
 from tfx_autostrategy.pipeline import schema_render
+from tfx_autostrategy import settings as settings_lib
 
 TARGETS = ('vertex', 'kubeflow')
 BEAM_RUNNERS = ('direct', 'dataflow')

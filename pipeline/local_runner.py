@@ -12,18 +12,18 @@ import os
 import tempfile
 from typing import Any, Callable, Dict, Optional, Sequence
 
-from tfx_autostrategy.preflight import csv_check
 from tfx_autostrategy import conventions
-from tfx_autostrategy import settings as settings_lib
 from tfx_autostrategy.pipeline import atomic_io
 from tfx_autostrategy.pipeline import config as config_lib
 from tfx_autostrategy.pipeline import progress_log
 from tfx_autostrategy.pipeline import run_result
 from tfx_autostrategy.pipeline import schema_render
+from tfx_autostrategy.preflight import csv_check
+from tfx_autostrategy.preflight import csv_report
+from tfx_autostrategy import settings as settings_lib
 # `pipeline` imports TFX and TFMA (10-30 s); it is imported where a run needs
 # it, so that the CLI rejects bad input in a second or two.
 
-DEFAULT_PIPELINE_NAME = conventions.DEFAULT_PIPELINE_NAME
 
 
 def sample_data_dir() -> str:
@@ -101,9 +101,9 @@ def render_schema(text_settings: settings_lib.TextSettings, id_is_int: bool,
 def build_config(data_root: str, output_dir: str,
                  text_settings: settings_lib.TextSettings,
                  trainer_settings: settings_lib.TrainerSettings,
-                 report: 'csv_check.CsvReport',
+                 report: 'csv_report.CsvReport',
                  *,
-                 pipeline_name: str = DEFAULT_PIPELINE_NAME,
+                 pipeline_name: str = conventions.DEFAULT_PIPELINE_NAME,
                  beam_pipeline_args: Sequence[str] = (),
                  **overrides: Any) -> config_lib.PipelineConfig:
   """The PipelineConfig of a local run (writes the rendered schema)."""

@@ -12,14 +12,13 @@ from typing import Dict, List
 import tensorflow_model_analysis as tfma
 from tfx import v1 as tfx
 
-from tfx_autostrategy import conventions
-from tfx_autostrategy import settings as settings_lib
 from tfx_autostrategy.components.gate.component import AnomaliesGate
 from tfx_autostrategy.components.inline_schema.component import InlineSchemaGen
-from tfx_autostrategy.components.trainer import trainer_module
 from tfx_autostrategy.components.trainer.component import AutoStrategyTrainer
+from tfx_autostrategy import conventions
 from tfx_autostrategy.pipeline import code_fingerprint
 from tfx_autostrategy.pipeline import config as config_lib
+from tfx_autostrategy import settings as settings_lib
 
 # Component ids, as they appear in MLMD, logs and compiled pipeline specs.
 EXAMPLE_GEN = 'CsvExampleGen'
@@ -95,9 +94,9 @@ def eval_config(config: config_lib.PipelineConfig) -> tfma.EvalConfig:
   return tfma.EvalConfig(
       model_specs=[
           tfma.ModelSpec(
-              signature_name=trainer_module.SERVING_SIGNATURE,
+              signature_name=conventions.SERVING_SIGNATURE,
               label_key=config.text.label_column,
-              prediction_key=trainer_module.PROBABILITIES)
+              prediction_key=conventions.PROBABILITIES)
       ],
       slicing_specs=slicing_specs,
       metrics_specs=[

@@ -12,6 +12,8 @@ import json
 import os
 from typing import Any, Dict, List, Optional
 
+from tfx_autostrategy import conventions
+
 SUMMARY_FILE = 'summary.json'
 METADATA_FILE = 'metadata.sqlite'
 
@@ -175,13 +177,12 @@ def collect(output_dir: str) -> Dict[str, Any]:
   attempt('anomalies', anomalies)
 
   def trainer():
-    from tfx_autostrategy.components.trainer import trainer_module  # pylint: disable=g-import-not-at-top
     model_run = _artifact(nodes, p.TRAINER, 'outputs', 'model_run')
     if model_run is None:
       return
     facts['model_run'] = model_run.uri
-    plan_path = os.path.join(model_run.uri, trainer_module.PLAN_FILE)
-    history_path = os.path.join(model_run.uri, trainer_module.HISTORY_FILE)
+    plan_path = os.path.join(model_run.uri, conventions.PLAN_FILE)
+    history_path = os.path.join(model_run.uri, conventions.HISTORY_FILE)
     if os.path.exists(plan_path):
       facts['plan'] = _read_json(plan_path)
     if os.path.exists(history_path):

@@ -16,42 +16,15 @@ from typing import Optional, Sequence
 
 from tfx_autostrategy import compile_command_parser
 from tfx_autostrategy import data_options
+from tfx_autostrategy import training_options
 from tfx_autostrategy.failures import EXIT_BAD_INPUT
 from tfx_autostrategy.failures import EXIT_FAILED
 from tfx_autostrategy.failures import EXIT_OK
 
 
-def _add_training_options(parser: argparse.ArgumentParser) -> None:
-  from tfx_autostrategy import settings  # pylint: disable=g-import-not-at-top
-  defaults = settings.TrainerSettings()
-  parser.add_argument('--accelerator', choices=settings.ACCELERATORS,
-                      default=defaults.accelerator,
-                      help='auto-detect, or insist on one (error if absent)')
-  parser.add_argument('--cpu-replicas', type=int, default=0,
-                      help='split the CPU into N logical devices: a real '
-                      'MirroredStrategy with N replicas')
-  parser.add_argument('--per-replica-batch-size', type=int,
-                      default=defaults.per_replica_batch_size)
-  parser.add_argument('--precision', default='',
-                      help="mixed precision policy ('' = device default)")
-  parser.add_argument('--steps-per-execution', type=int, default=0,
-                      help='0 = device default')
-  parser.add_argument('--jit-compile', choices=settings.JIT_COMPILE_CHOICES,
-                      default=defaults.jit_compile,
-                      help='XLA-compile the train step (auto: on for TPUs '
-                      'and GPUs, off on CPU; TPUs refuse off)')
-  parser.add_argument('--backup-every-steps', type=int,
-                      default=defaults.backup_every_steps,
-                      help='BackupAndRestore also saves every N steps (-1: '
-                      'device default, 256 on TPU, which gets no preemption '
-                      'notice; 0: only at epoch ends)')
-
-
 def build_parser() -> argparse.ArgumentParser:
   """The command-line interface."""
   from tfx_autostrategy import conventions  # pylint: disable=g-import-not-at-top
-  from tfx_autostrategy import settings  # pylint: disable=g-import-not-at-top
-  trainer_defaults = settings.TrainerSettings()
   parser = argparse.ArgumentParser(
       prog='autostrategy',
       description='Accelerator-aware TFX text classification pipeline.')
@@ -65,19 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
   run.add_argument('--output', default='outputs/run',
                    help='output directory (pipeline root, MLMD, model, logs)')
   data_options.add_arguments(run)
-  run.add_argument('--epochs', type=int, default=trainer_defaults.epochs)
-  run.add_argument('--model', choices=settings.MODELS,
-                   default=trainer_defaults.model)
-  run.add_argument('--hub-model-path', default='',
-                   help='local SavedModel/TF Hub encoder for --model hub')
-  run.add_argument('--learning-rate', type=float,
-                   default=trainer_defaults.learning_rate,
-                   help="peak learning rate; 0 (default) = the model's own: "
-                   '2e-3, or 3e-5 to fine-tune a pretrained encoder (hub)')
-  run.add_argument('--input-cache-mb', type=int,
-                   default=trainer_defaults.input_cache_mb,
-                   help='memory for keeping decoded training/eval examples '
-                   'after the first epoch; 0 = read the TFRecords every epoch')
+  training_options.add(run, 'epochs', 'model', 'hub_model_path',
+                       'learning_rate', 'input_cache_mb')
   run.add_argument('--auc-threshold', type=float,
                    default=conventions.DEFAULT_AUC_THRESHOLD,
                    help='Evaluator blesses (and Pusher pushes) at or above')
@@ -95,7 +57,10 @@ def build_parser() -> argparse.ArgumentParser:
                    '--beam-arg=--direct_running_mode=multi_processing')
   run.add_argument('--json', action='store_true',
                    help='end with one JSON line: pushed_model, blessed, metrics')
-  _add_training_options(run)
+  training_options.add(run, 'accelerator', 'cpu_replicas',
+                       'per_replica_batch_size', 'precision',
+                       'steps_per_execution', 'jit_compile',
+                       'backup_every_steps')
 
   report = commands.add_parser(
       'report', help='(re)write OUT/report.html for an existing run')
@@ -104,7 +69,10 @@ def build_parser() -> argparse.ArgumentParser:
   detect = commands.add_parser(
       'detect', help='show the strategy the Trainer would use here')
   detect.add_argument('--json', action='store_true')
-  _add_training_options(detect)
+  training_options.add(detect, 'accelerator', 'cpu_replicas',
+                       'per_replica_batch_size', 'precision',
+                       'steps_per_execution', 'jit_compile',
+                       'backup_every_steps')
   compile_command_parser.add_parser(commands)
   rehearse = commands.add_parser(
       'rehearse', help='train, export and serve as a Trainer machine '
@@ -127,10 +95,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
   """`autostrategy report OUT`: (re)writes OUT/report.html."""
-  from tfx_autostrategy import run_outcome  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.pipeline import local_runner  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.pipeline import report_data  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.pipeline import run_lock  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy import run_outcome  # pylint: disable=g-import-not-at-top
   output_dir = os.path.abspath(args.output)
   if not any(os.path.exists(os.path.join(output_dir, name)) for name in (
       report_data.SUMMARY_FILE, report_data.METADATA_FILE)):

@@ -10,12 +10,12 @@ import dataclasses
 import sys
 
 from tfx_autostrategy import data_options
-from tfx_autostrategy import settings
 from tfx_autostrategy.failures import EXIT_BAD_INPUT
 from tfx_autostrategy.failures import EXIT_FAILED
 from tfx_autostrategy.failures import EXIT_OK
 from tfx_autostrategy.kubeflow import compile_options
 from tfx_autostrategy.kubeflow import scheduling
+from tfx_autostrategy import settings
 
 
 def run(args: argparse.Namespace) -> int:

@@ -6,17 +6,16 @@ building them imports no TFX or TensorFlow.
 
 import argparse
 
-from tfx_autostrategy import data_options
 from tfx_autostrategy import conventions
-from tfx_autostrategy import settings
+from tfx_autostrategy import data_options
 from tfx_autostrategy.kubeflow import compile_options
 from tfx_autostrategy.kubeflow import worker_pools
 from tfx_autostrategy.pipeline import schema_render
+from tfx_autostrategy import training_options
 
 
 def add_parser(commands) -> None:
   """Adds `autostrategy compile` to the `commands` subparsers."""
-  trainer_defaults = settings.TrainerSettings()
   compile_ = commands.add_parser(
       'compile', help='compile the pipeline for Kubeflow Pipelines or Vertex '
       'AI Pipelines (pipeline job JSON; .yaml writes the KFP package)')
@@ -61,11 +60,7 @@ def add_parser(commands) -> None:
                         help='--data has train/ and eval/ subdirectories')
   compile_.add_argument('--service-account', default='',
                         help='service account of the Vertex AI training job')
-  compile_.add_argument('--model', choices=settings.MODELS,
-                        default=trainer_defaults.model)
-  compile_.add_argument('--epochs', type=int, default=trainer_defaults.epochs)
-  compile_.add_argument('--per-replica-batch-size', type=int,
-                        default=trainer_defaults.per_replica_batch_size)
+  training_options.add(compile_, 'model', 'epochs', 'per_replica_batch_size')
   compile_.add_argument('--no-cache', action='store_true',
                         help='re-run every component')
   compile_.add_argument('--spot', action='store_true',

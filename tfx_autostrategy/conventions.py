@@ -53,3 +53,12 @@ def input_patterns(presplit: bool) -> Dict[str, str]:
 def eval_share(total_rows: int) -> int:
   """About how many of `total_rows` single-layout rows the eval split gets."""
   return total_rows * HASH_BUCKETS[EVAL_SPLIT] // sum(HASH_BUCKETS.values())
+
+# What a Trainer run leaves for its readers (the pipeline's Evaluator config,
+# the report, rehearsals): in model_run the epoch history and the distribution
+# plan it trained with (with its stand-ins, when it was a rehearsal); the
+# exported model's serving signature and its output.
+HISTORY_FILE = 'history.json'
+PLAN_FILE = 'plan.json'
+SERVING_SIGNATURE = 'serving_default'
+PROBABILITIES = 'probabilities'

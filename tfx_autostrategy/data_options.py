@@ -25,8 +25,8 @@ from typing import Dict, Mapping, Optional, Union
 
 from tfx_autostrategy import conventions
 from tfx_autostrategy.modeling import pretrained_dir
-from tfx_autostrategy import settings
 from tfx_autostrategy.preflight import text_lengths
+from tfx_autostrategy import settings
 
 _DEFAULTS = settings.TextSettings()
 _SENTENCEPIECE_NOTE = ('SentencePiece pieces are not counted; the fixed '

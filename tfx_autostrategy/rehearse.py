@@ -35,9 +35,8 @@ EPOCHS = 2
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
   """The options of `autostrategy rehearse`."""
-  from tfx_autostrategy import settings  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy import compile_command_parser  # pylint: disable=g-import-not-at-top
-  defaults = settings.TrainerSettings()
+  from tfx_autostrategy import training_options  # pylint: disable=g-import-not-at-top
   compile_command_parser.add_machine_argument(parser, required=True)
   parser.add_argument('--workers', type=int, default=1,
                       help='machines training together, chief included')
@@ -50,14 +49,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
   parser.add_argument('--steps', type=int, default=0,
                       help='training steps (default: two epochs of one '
                       'execution of steps_per_execution steps each)')
-  parser.add_argument('--model', choices=settings.MODELS,
-                      default=defaults.model)
-  parser.add_argument('--hub-model-path', default='',
-                      help='the encoder of --model hub (default: the '
-                      'checkpoint whose tokenizer the reused Transform '
-                      'output used)')
-  parser.add_argument('--per-replica-batch-size', type=int,
-                      default=defaults.per_replica_batch_size)
+  training_options.add(
+      parser, 'model', 'hub_model_path', 'per_replica_batch_size',
+      hub_model_path='the encoder of --model hub (default: the checkpoint '
+      'whose tokenizer the reused Transform output used)')
   parser.add_argument('--json', action='store_true',
                       help='end with one JSON line describing the rehearsal')
 
@@ -129,12 +124,12 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_locked(args: argparse.Namespace, lock: contextlib.ExitStack) -> int:
   """`run`; the output directory's lock goes on `lock` once taken."""
-  from tfx_autostrategy import rehearse_cluster  # pylint: disable=g-import-not-at-top
-  from tfx_autostrategy import rehearse_upstream  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.distribute import distribution_plan  # pylint: disable=g-import-not-at-top
-  from tfx_autostrategy import settings  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.pipeline import local_runner  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.pipeline import run_lock  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy import rehearse_cluster  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy import rehearse_upstream  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy import settings  # pylint: disable=g-import-not-at-top
   out = sys.stdout
   try:
     shape = shape_for(args.accelerator, args.workers)

@@ -16,6 +16,7 @@ import sys
 import time
 from typing import Any, Dict, List
 
+from tfx_autostrategy import conventions
 from tfx_autostrategy import failures
 from tfx_autostrategy import tf_env
 
@@ -83,9 +84,9 @@ def run_workers(shape, upstream: Dict[str, Any], trainer_settings,
     failures.RehearsalError: a worker failed (its innermost error) or timed
       out.
   """
-  from tfx_autostrategy.distribute import cpu_replicas  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.components.trainer import spec as spec_lib  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.components.trainer import trainer_module  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.distribute import cpu_replicas  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.pipeline import config as config_lib  # pylint: disable=g-import-not-at-top
   exec_properties = {
       'train_args': json.dumps({'num_steps': steps}),
@@ -161,15 +162,14 @@ def serve(model_dir: str, text_column: str) -> List[float]:
   """
   import math  # pylint: disable=g-import-not-at-top
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
-  from tfx_autostrategy.components.trainer import trainer_module  # pylint: disable=g-import-not-at-top
   model = tf.saved_model.load(model_dir)
-  signature = model.signatures[trainer_module.SERVING_SIGNATURE]
+  signature = model.signatures[conventions.SERVING_SIGNATURE]
   examples = [tf.train.Example(features=tf.train.Features(feature={
       text_column: tf.train.Feature(
           bytes_list=tf.train.BytesList(value=[text.encode()]))}))
               .SerializeToString() for text in SERVE_TEXTS]
   output = signature(examples=tf.constant(examples))
-  values = output[trainer_module.PROBABILITIES].numpy().tolist()
+  values = output[conventions.PROBABILITIES].numpy().tolist()
   if len(values) != len(SERVE_TEXTS) or not all(
       math.isfinite(v) and 0.0 <= v <= 1.0 for v in values):
     raise failures.RehearsalError(f'the exported model served {values} for '

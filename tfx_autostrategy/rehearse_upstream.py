@@ -20,8 +20,8 @@ def _upstream_from_mlmd(metadata_path: str) -> Optional[Dict[str, Any]]:
   import ml_metadata as mlmd  # pylint: disable=g-import-not-at-top
   from ml_metadata.proto import metadata_store_pb2  # pylint: disable=g-import-not-at-top
   from tfx import v1 as tfx  # pylint: disable=g-import-not-at-top
-  from tfx_autostrategy import settings  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.pipeline import pipeline as pipeline_lib  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy import settings  # pylint: disable=g-import-not-at-top
   store = mlmd.MetadataStore(
       tfx.orchestration.metadata.sqlite_metadata_connection_config(
           metadata_path))
@@ -92,9 +92,9 @@ def prepare_upstream(data: str, output_dir: str, out) -> Dict[str, Any]:
     print(f'transform output: reused from {layout.pipeline_root}', file=out)
     return upstream
   from tfx_autostrategy import console  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.pipeline import pipeline as pipeline_lib  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.preflight import csv_check  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy import settings  # pylint: disable=g-import-not-at-top
-  from tfx_autostrategy.pipeline import pipeline as pipeline_lib  # pylint: disable=g-import-not-at-top
   data_root = data or local_runner.sample_data_dir()
   text_settings = settings.TextSettings()
   report = csv_check.check_csv_dir(

@@ -16,6 +16,7 @@ import json
 import os
 import sys
 
+from tfx_autostrategy import conventions
 from tfx_autostrategy import tf_env
 
 
@@ -43,7 +44,6 @@ def main(argv) -> int:
   logging.basicConfig(level=logging.INFO,
                       format='%(asctime)s %(levelname)s %(message)s')
   from tfx_autostrategy.components.trainer import executor as executor_lib  # pylint: disable=g-import-not-at-top
-  from tfx_autostrategy.components.trainer import trainer_module  # pylint: disable=g-import-not-at-top
   with open(spec_path) as f:
     spec = json.load(f)
   output_dict = _artifacts(spec['outputs'])
@@ -61,8 +61,8 @@ def main(argv) -> int:
       json.dump(result, f)
     return 1
   model_run = output_dict['model_run'][0].uri
-  for name, path in (('plan', trainer_module.PLAN_FILE),
-                     ('history', trainer_module.HISTORY_FILE)):
+  for name, path in (('plan', conventions.PLAN_FILE),
+                     ('history', conventions.HISTORY_FILE)):
     path = os.path.join(model_run, path)
     if os.path.exists(path):
       with open(path) as f:

@@ -16,11 +16,11 @@ from typing import Any, Mapping, Optional
 
 from tfx_autostrategy import console
 from tfx_autostrategy import failures
-from tfx_autostrategy import run_outcome
-from tfx_autostrategy import run_preflight
 from tfx_autostrategy.pipeline import interrupts
 from tfx_autostrategy.pipeline import local_runner
 from tfx_autostrategy.pipeline import run_lock
+from tfx_autostrategy import run_outcome
+from tfx_autostrategy import run_preflight
 
 
 def run(args: argparse.Namespace, defaults: Mapping[str, Any]) -> int:

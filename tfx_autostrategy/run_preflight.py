@@ -12,11 +12,13 @@ import os
 from typing import Any, Dict, Mapping
 
 from tfx_autostrategy import data_options
-from tfx_autostrategy.preflight import csv_check
-from tfx_autostrategy import settings
 from tfx_autostrategy.pipeline import config as config_lib
 from tfx_autostrategy.pipeline import local_runner
 from tfx_autostrategy.pipeline import run_lock
+from tfx_autostrategy.preflight import csv_check
+from tfx_autostrategy.preflight import csv_layout
+from tfx_autostrategy.preflight import csv_report
+from tfx_autostrategy import settings
 
 # Run options that are not settings of the run (shown nowhere in the report).
 _NOT_SETTINGS = ('command', 'argv', 'output', 'json', 'data')
@@ -53,7 +55,7 @@ def run_settings(args: argparse.Namespace,
 class Checked:
   """What the preflight found and decided."""
   data_root: str
-  report: csv_check.CsvReport
+  report: csv_report.CsvReport
   config: config_lib.PipelineConfig
   lengths: data_options.Lengths
 
@@ -82,12 +84,12 @@ def check(args: argparse.Namespace, lock: contextlib.ExitStack) -> Checked:
       label_column=text.label_column, id_column=text.id_column,
       lang_column=text.slice_column, lengths=counter)
   lengths = data_options.resolve_lengths(
-      args, counter, training_only=report.layout == csv_check.PRESPLIT)
+      args, counter, training_only=report.layout == csv_layout.PRESPLIT)
   text = dataclasses.replace(text, **lengths.values)
   # Only a forced CPU run is sure to have --cpu-replicas replicas.
   min_replicas = (args.cpu_replicas if args.accelerator == 'cpu' and
                   args.cpu_replicas else 1)
-  report.warnings.extend(csv_check.check_batch_size(
+  report.warnings.extend(csv_report.check_batch_size(
       report, trainer.per_replica_batch_size, min_replicas))
   local_runner.check_output_dir(args.output)
   lock.enter_context(run_lock.hold(

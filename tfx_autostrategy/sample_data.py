@@ -38,8 +38,9 @@ import sys
 from typing import (Dict, Iterable, Iterator, Mapping, Optional, Sequence,
                     Tuple)
 
-from tfx_autostrategy import sample_text
+from tfx_autostrategy import conventions
 from tfx_autostrategy.preflight import csv_check
+from tfx_autostrategy import sample_text
 from tfx_autostrategy import settings
 
 # The default column names of the pipeline, in Jigsaw order.
@@ -47,7 +48,7 @@ _DEFAULTS = settings.TextSettings()
 COLUMNS = (_DEFAULTS.id_column, _DEFAULTS.text_column, _DEFAULTS.label_column,
            _DEFAULTS.slice_column)
 FILE_NAME = 'comments.csv'
-TRAIN_SPLIT, EVAL_SPLIT = csv_check.PRESPLIT_SPLITS
+TRAIN_SPLIT, EVAL_SPLIT = conventions.PRESPLIT_SPLITS
 
 # Probabilities that shape the data; the AUC test in
 # tests/test_sample_data.py pins the difficulty they produce.

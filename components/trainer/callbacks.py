@@ -18,7 +18,6 @@ import tensorflow as tf
 from tfx_autostrategy import conventions
 from tfx_autostrategy.distribute import distribution_plan
 
-HISTORY_FILE = 'history.json'
 
 
 class TrainingDivergedError(RuntimeError):
@@ -131,7 +130,7 @@ def training_callbacks(plan: distribution_plan.DistributionPlan,
       FailOnNonFiniteLoss(),
       tf.keras.callbacks.BackupAndRestore(backup_dir, save_freq=save_freq),
       tf.keras.callbacks.TensorBoard(model_run_dir, update_freq='epoch'),
-      EpochLog(os.path.join(model_run_dir, HISTORY_FILE), epochs,
+      EpochLog(os.path.join(model_run_dir, conventions.HISTORY_FILE), epochs,
                write=plan.is_chief,
                examples_per_epoch=steps_per_epoch * plan.global_batch_size),
   ]

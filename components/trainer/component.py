@@ -11,9 +11,9 @@ from tfx.types import standard_artifacts
 from tfx.types import standard_component_specs as std
 from tfx.utils import json_utils
 
-from tfx_autostrategy import settings as settings_lib
 from tfx_autostrategy.components.trainer import executor
 from tfx_autostrategy.components.trainer import spec
+from tfx_autostrategy import settings as settings_lib
 
 
 class AutoStrategyTrainer(base_component.BaseComponent):

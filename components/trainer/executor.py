@@ -23,11 +23,11 @@ from tfx.types import artifact_utils
 from tfx.types import standard_component_specs as std
 from tfx.utils import json_utils
 
-from tfx_autostrategy.distribute import cluster
-from tfx_autostrategy import conventions
-from tfx_autostrategy import settings as settings_lib
 from tfx_autostrategy.components.trainer import spec
 from tfx_autostrategy.components.trainer import trainer_module
+from tfx_autostrategy import conventions
+from tfx_autostrategy.distribute import cluster
+from tfx_autostrategy import settings as settings_lib
 
 ALLOWED_LABELS = conventions.LABELS
 

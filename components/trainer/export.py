@@ -14,11 +14,10 @@ from typing import Any, Dict
 
 import tensorflow as tf
 
+from tfx_autostrategy import conventions
 from tfx_autostrategy.distribute import devices
 
-SERVING_SIGNATURE = 'serving_default'
 TRANSFORM_SIGNATURE = 'transform_features'
-PROBABILITIES = 'probabilities'
 
 # Temporary export directories handed to non-chief workers; `cleanup` only
 # deletes these.
@@ -77,7 +76,7 @@ def _serving_signatures(model: tf.keras.Model, tf_transform_output,
     parsed = tf.io.parse_example(serialized, serving_spec)
     transformed = model.tft_layer(parsed)
     probabilities = model({k: transformed[k] for k in model_inputs})
-    return {PROBABILITIES: tf.reshape(tf.cast(probabilities, tf.float32), [-1])}
+    return {conventions.PROBABILITIES: tf.reshape(tf.cast(probabilities, tf.float32), [-1])}
 
   @tf.function(input_signature=[
       tf.TensorSpec(shape=[None], dtype=tf.string, name='examples')])
@@ -85,7 +84,7 @@ def _serving_signatures(model: tf.keras.Model, tf_transform_output,
     parsed = tf.io.parse_example(serialized, raw_spec)
     return model.tft_layer(parsed)
 
-  return {SERVING_SIGNATURE: serve, TRANSFORM_SIGNATURE: transform_features}
+  return {conventions.SERVING_SIGNATURE: serve, TRANSFORM_SIGNATURE: transform_features}
 
 
 def export_serving_model(model: tf.keras.Model, tf_transform_output,

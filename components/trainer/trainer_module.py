@@ -15,15 +15,16 @@ from typing import Any, Dict, Optional, Tuple
 import tensorflow as tf
 import tensorflow_transform as tft
 
-from tfx_autostrategy.distribute import devices
-from tfx_autostrategy.distribute import distribution_plan
-from tfx_autostrategy.modeling import hf_checkpoint
-from tfx_autostrategy.modeling import models
-from tfx_autostrategy.distribute import rehearsal
-from tfx_autostrategy import settings as settings_lib
 from tfx_autostrategy.components.trainer import callbacks as callbacks_lib
 from tfx_autostrategy.components.trainer import export
 from tfx_autostrategy.components.trainer import input_pipeline
+from tfx_autostrategy import conventions
+from tfx_autostrategy.distribute import devices
+from tfx_autostrategy.distribute import distribution_plan
+from tfx_autostrategy.distribute import rehearsal
+from tfx_autostrategy.modeling import hf_checkpoint
+from tfx_autostrategy.modeling import models
+from tfx_autostrategy import settings as settings_lib
 
 # Keys of `fn_args.custom_config` (written by the executor).
 TRAINER_KEY = 'trainer'
@@ -33,15 +34,6 @@ BACKUP_DIR_KEY = 'backup_dir'
 # A `rehearsal.MachineShape` dict: train as that machine would, on stand-ins.
 REHEARSAL_KEY = 'rehearsal'
 
-# What a run leaves in model_run and in the exported model, named here for
-# the readers of a Trainer's output (the pipeline's Evaluator config, the
-# report, rehearsals).
-HISTORY_FILE = callbacks_lib.HISTORY_FILE
-# The distribution plan the run trained with (and its stand-ins, when it was
-# a rehearsal), beside the history in model_run.
-PLAN_FILE = 'plan.json'
-SERVING_SIGNATURE = export.SERVING_SIGNATURE
-PROBABILITIES = export.PROBABILITIES
 
 
 def settings_from_config(custom_config: Optional[Dict[str, Any]]
@@ -123,7 +115,7 @@ def _write_plan(plan: distribution_plan.DistributionPlan,
           'at the per-replica batch; the replicated fit runs without XLA, '
           'which cannot span logical CPU devices or workers')
   tf.io.gfile.makedirs(model_run_dir)
-  with tf.io.gfile.GFile(os.path.join(model_run_dir, PLAN_FILE), 'w') as f:
+  with tf.io.gfile.GFile(os.path.join(model_run_dir, conventions.PLAN_FILE), 'w') as f:
     json.dump(values, f, indent=2, sort_keys=True)
 
 

@@ -51,11 +51,6 @@ from tfx.utils import name_utils
 
 from tfx_autostrategy.components.trainer import executor
 
-# custom_config keys the Trainer reads here (set by kubeflow/targets.py).
-ENABLE_VERTEX_KEY = constants.ENABLE_VERTEX_KEY
-VERTEX_REGION_KEY = constants.VERTEX_REGION_KEY
-TRAINING_ARGS_KEY = vertex_trainer_executor.TRAINING_ARGS_KEY
-JOB_ID_KEY = vertex_trainer_executor.JOB_ID_KEY
 
 # Consecutive connection failures tolerated while polling (as TFX does).
 _CONNECTION_RETRIES = 5
@@ -213,8 +208,8 @@ def _cancel(client: training_clients.VertexJobClient) -> None:
 class Executor(vertex_trainer_executor.GenericExecutor):
   """Trains with AutoStrategyTrainer's executor inside a Vertex AI custom job.
 
-  `custom_config` must hold ENABLE_VERTEX_KEY (true), VERTEX_REGION_KEY and
-  TRAINING_ARGS_KEY: `{'project': ..., 'display_name': ..., 'job_spec':
+  `custom_config` must hold constants.ENABLE_VERTEX_KEY (true), constants.VERTEX_REGION_KEY and
+  vertex_trainer_executor.TRAINING_ARGS_KEY: `{'project': ..., 'display_name': ..., 'job_spec':
   {'worker_pool_specs': [...]}}`.
   """
 
@@ -242,22 +237,22 @@ class Executor(vertex_trainer_executor.GenericExecutor):
     self._log_startup(input_dict, output_dict, exec_properties)
     custom_config = json_utils.loads(
         exec_properties.get(std.CUSTOM_CONFIG_KEY) or 'null') or {}
-    if not custom_config.get(ENABLE_VERTEX_KEY):
+    if not custom_config.get(constants.ENABLE_VERTEX_KEY):
       raise ValueError(
-          f'custom_config[{ENABLE_VERTEX_KEY!r}] must be true: this executor '
+          f'custom_config[{constants.ENABLE_VERTEX_KEY!r}] must be true: this executor '
           'only runs Vertex AI custom jobs')
-    region = custom_config.get(VERTEX_REGION_KEY)
+    region = custom_config.get(constants.VERTEX_REGION_KEY)
     if not region:
-      raise ValueError(f'custom_config[{VERTEX_REGION_KEY!r}] is missing')
-    if not custom_config.get(TRAINING_ARGS_KEY):
-      raise ValueError(f'custom_config[{TRAINING_ARGS_KEY!r}] is missing')
+      raise ValueError(f'custom_config[{constants.VERTEX_REGION_KEY!r}] is missing')
+    if not custom_config.get(vertex_trainer_executor.TRAINING_ARGS_KEY):
+      raise ValueError(f'custom_config[{vertex_trainer_executor.TRAINING_ARGS_KEY!r}] is missing')
     # The TFX client fills the worker pools in place; the parsed
     # exec_properties must stay as they were.
-    job_args = copy.deepcopy(custom_config[TRAINING_ARGS_KEY])
+    job_args = copy.deepcopy(custom_config[vertex_trainer_executor.TRAINING_ARGS_KEY])
     project = job_args.pop('project', None)
     if not project:
       raise ValueError(
-          f"custom_config[{TRAINING_ARGS_KEY!r}]['project'] is missing")
+          f"custom_config[{vertex_trainer_executor.TRAINING_ARGS_KEY!r}]['project'] is missing")
 
     job_service, poll_interval = self._job_service, self._poll_interval_seconds
     if job_service is None:
@@ -268,5 +263,5 @@ class Executor(vertex_trainer_executor.GenericExecutor):
     custom_job = client.create_training_job(
         input_dict, output_dict, exec_properties,
         name_utils.get_full_name(self._GetExecutorClass()), job_args,
-        custom_config.get(JOB_ID_KEY), None)
+        custom_config.get(vertex_trainer_executor.JOB_ID_KEY), None)
     run_custom_job(client, project, custom_job, poll_interval)

@@ -17,9 +17,9 @@ from typing import Any, Dict, Optional, Tuple
 import tensorflow as tf
 import tensorflow_transform as tft
 
+from tfx_autostrategy.components.transform import pretrained_tokens
 from tfx_autostrategy.modeling import pretrained_dir
 from tfx_autostrategy import settings as settings_lib
-from tfx_autostrategy.components.transform import pretrained_tokens
 
 WORD_VOCABULARY = 'words'
 CHAR_NGRAM_VOCABULARY = 'char_ngrams'

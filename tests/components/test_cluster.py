@@ -9,10 +9,10 @@ import os
 
 import pytest
 
+from tfx_autostrategy.components.trainer import export
 from tfx_autostrategy.distribute import cluster
 from tfx_autostrategy.distribute import devices
 from tfx_autostrategy.distribute import strategies
-from tfx_autostrategy.components.trainer import export
 
 from accelerator_fakes import cpu_only, Recorder  # pylint: disable=g-bad-import-order
 

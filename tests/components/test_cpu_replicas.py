@@ -11,8 +11,8 @@ import sys
 
 import pytest
 
-from tfx_autostrategy import tf_env
 from tfx_autostrategy.distribute import cpu_replicas
+from tfx_autostrategy import tf_env
 
 WORKER_SCRIPT = os.path.join(os.path.dirname(__file__), 'multiworker_worker.py')
 

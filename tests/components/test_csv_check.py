@@ -9,9 +9,10 @@ import re
 
 import pytest
 
-from tfx_autostrategy import sample_data
 from tfx_autostrategy import conventions
 from tfx_autostrategy.preflight import csv_check
+from tfx_autostrategy.preflight import csv_layout
+from tfx_autostrategy import sample_data
 
 TESTDATA = os.path.join(os.path.dirname(os.path.dirname(__file__)),
                         'testdata', 'csv')
@@ -31,7 +32,7 @@ def write(directory, name, text, encoding='utf-8'):
 def test_good_single_file_report():
   root = os.path.join(TESTDATA, 'single')
   report = csv_check.check_csv_dir(root)
-  assert report.layout == csv_check.SINGLE
+  assert report.layout == csv_layout.SINGLE
   assert report.files == {'single_split': [os.path.join(root, 'comments.csv')]}
   assert report.columns == ['id', 'comment_text', 'toxic', 'lang']
   assert report.rows == {'single_split': 7}
@@ -48,7 +49,7 @@ def test_good_single_file_report():
 def test_presplit_layout_detected():
   root = os.path.join(TESTDATA, 'presplit')
   report = csv_check.check_csv_dir(root)
-  assert report.layout == csv_check.PRESPLIT
+  assert report.layout == csv_layout.PRESPLIT
   assert [os.path.basename(p) for p in report.files['train']] == [
       'part-0.csv', 'part-1.csv']
   assert report.rows == {'train': 5, 'eval': 2}
@@ -90,26 +91,26 @@ def test_100k_presplit_rows_are_all_counted(tmp_path):
 
 def test_no_csv_files_names_the_directory(tmp_path):
   write(tmp_path, 'notes.txt', 'hello')
-  with pytest.raises(csv_check.CsvDataError,
+  with pytest.raises(csv_layout.CsvDataError,
                      match=rf'^{re.escape(str(tmp_path))}: no CSV files found'):
     csv_check.check_csv_dir(str(tmp_path))
 
 
 def test_upper_case_extension_gets_a_hint(tmp_path):
   write(tmp_path, 'DATA.CSV', HEADER + 'a,b,0,en\n')
-  with pytest.raises(csv_check.CsvDataError, match=r'DATA\.CSV does not match'):
+  with pytest.raises(csv_layout.CsvDataError, match=r'DATA\.CSV does not match'):
     csv_check.check_csv_dir(str(tmp_path))
 
 
 def test_missing_directory(tmp_path):
-  with pytest.raises(csv_check.CsvDataError, match='does not exist'):
+  with pytest.raises(csv_layout.CsvDataError, match='does not exist'):
     csv_check.check_csv_dir(str(tmp_path / 'nope'))
 
 
 def test_split_without_files_is_named(tmp_path):
   write(tmp_path, 'train/a.csv', HEADER + 'a,b,0,en\n')
   os.makedirs(tmp_path / 'eval')
-  with pytest.raises(csv_check.CsvDataError,
+  with pytest.raises(csv_layout.CsvDataError,
                      match=r"eval: split 'eval' has no CSV files"):
     csv_check.check_csv_dir(str(tmp_path))
 
@@ -117,7 +118,7 @@ def test_split_without_files_is_named(tmp_path):
 def test_split_without_rows_is_named(tmp_path):
   write(tmp_path, 'train/a.csv', HEADER + 'a,b,0,en\n')
   write(tmp_path, 'eval/b.csv', HEADER)
-  with pytest.raises(csv_check.CsvDataError,
+  with pytest.raises(csv_layout.CsvDataError,
                      match=r"split 'eval' has no data rows \(files: b\.csv\)"):
     csv_check.check_csv_dir(str(tmp_path))
 
@@ -125,14 +126,14 @@ def test_split_without_rows_is_named(tmp_path):
 def test_both_layouts_at_once_is_ambiguous(tmp_path):
   write(tmp_path, 'all.csv', HEADER + 'a,b,0,en\n')
   write(tmp_path, 'train/a.csv', HEADER + 'a,b,0,en\n')
-  with pytest.raises(csv_check.CsvDataError, match='ambiguous layout'):
+  with pytest.raises(csv_layout.CsvDataError, match='ambiguous layout'):
     csv_check.check_csv_dir(str(tmp_path))
 
 
 def test_missing_text_column_names_file_column_and_columns(tmp_path):
   path = write(tmp_path, 'a.csv', 'id,text,toxic\na,b,0\n')
   with pytest.raises(
-      csv_check.CsvDataError,
+      csv_layout.CsvDataError,
       match=(rf"^{re.escape(path)}:1: header has no text column "
              r"'comment_text' \(columns found: \['id', 'text', 'toxic'\]\)")):
     csv_check.check_csv_dir(str(tmp_path))
@@ -140,7 +141,7 @@ def test_missing_text_column_names_file_column_and_columns(tmp_path):
 
 def test_missing_label_column(tmp_path):
   write(tmp_path, 'a.csv', 'id,comment_text,label\na,b,0\n')
-  with pytest.raises(csv_check.CsvDataError,
+  with pytest.raises(csv_layout.CsvDataError,
                      match=r"a\.csv:1: header has no label column 'toxic'"):
     csv_check.check_csv_dir(str(tmp_path))
 
@@ -159,7 +160,7 @@ def test_custom_column_names_are_accepted(tmp_path):
 
 def test_padded_column_name_gets_a_hint(tmp_path):
   write(tmp_path, 'a.csv', 'id, comment_text,toxic\na,b,0\n')
-  with pytest.raises(csv_check.CsvDataError,
+  with pytest.raises(csv_layout.CsvDataError,
                      match=r"' comment_text' has surrounding spaces"):
     csv_check.check_csv_dir(str(tmp_path))
 
@@ -173,7 +174,7 @@ def test_padded_column_name_gets_a_hint(tmp_path):
 ])
 def test_bad_headers(tmp_path, header, message):
   write(tmp_path, 'a.csv', header + ('a,b,0\n' if header else ''))
-  with pytest.raises(csv_check.CsvDataError, match=message):
+  with pytest.raises(csv_layout.CsvDataError, match=message):
     csv_check.check_csv_dir(str(tmp_path))
 
 
@@ -181,7 +182,7 @@ def test_different_headers_name_both_files(tmp_path):
   write(tmp_path, 'train/a.csv', HEADER + 'a,b,0,en\n')
   write(tmp_path, 'eval/b.csv', 'id,comment_text,toxic\nc,d,1\n')
   with pytest.raises(
-      csv_check.CsvDataError,
+      csv_layout.CsvDataError,
       match=(r"eval/b\.csv:1: header \['id', 'comment_text', 'toxic'\] "
              r'differs from the header of .*train/a\.csv: ')):
     csv_check.check_csv_dir(str(tmp_path))
@@ -191,7 +192,7 @@ def test_wrong_field_count_names_line_and_counts(tmp_path):
   path = write(tmp_path, 'a.csv', HEADER + 'a,fine,0,en\nb,"multi\nline",0,en\n'
                'c,no, quotes,1,en\n')
   with pytest.raises(
-      csv_check.CsvDataError,
+      csv_layout.CsvDataError,
       match=(rf'^{re.escape(path)}:5: expected 4 fields \(id, comment_text, '
              r"toxic, lang\), found 5: 'c,no, quotes,1,en'$")):
     csv_check.check_csv_dir(str(tmp_path))
@@ -201,7 +202,7 @@ def test_unbalanced_quote_at_end_of_file(tmp_path):
   write(tmp_path, 'a.csv', HEADER + 'a,fine,0,en\nb,"never closed,1,en\n'
         'c,more,0,en\n')
   with pytest.raises(
-      csv_check.CsvDataError,
+      csv_layout.CsvDataError,
       match=(r'a\.csv:3: unbalanced quote: a quoted field opens on this line '
              r'and is still open at the end of the file \(line 4\)')):
     csv_check.check_csv_dir(str(tmp_path))
@@ -212,7 +213,7 @@ def test_stray_quote_that_swallows_records_silently(tmp_path):
   # fields; rows b2 and b3 would vanish into b1's text.
   write(tmp_path, 'a.csv', HEADER + 'a,fine,0,en\n'
         'b1,"oops,0,en\nb2,swallowed,1,en\nb3,end",1,en\nc,fine,0,en\n')
-  with pytest.raises(csv_check.CsvDataError,
+  with pytest.raises(csv_layout.CsvDataError,
                      match=r'a\.csv:3: unbalanced quote: this line is a '
                      r"complete record except for a '\"' that runs on to "
                      r'line 5'):
@@ -222,7 +223,7 @@ def test_stray_quote_that_swallows_records_silently(tmp_path):
 def test_swallowed_middle_line_is_reported(tmp_path):
   write(tmp_path, 'a.csv', HEADER +
         'b1,"starts a long comment\nb2,swallowed,1,en\nb3,end",1,en\n')
-  with pytest.raises(csv_check.CsvDataError,
+  with pytest.raises(csv_layout.CsvDataError,
                      match=r'a\.csv:2: unbalanced quote: a quoted field that '
                      r'opens on this line swallows line 3'):
     csv_check.check_csv_dir(str(tmp_path))
@@ -233,7 +234,7 @@ def test_stray_quote_inside_unquoted_field(tmp_path):
   # is not valid CSV.
   write(tmp_path, 'a.csv', HEADER + 'a,a 5" screen,0,en\nb,ok,1,en\n'
         'c,another 6" one,0,en\n')
-  with pytest.raises(csv_check.CsvDataError,
+  with pytest.raises(csv_layout.CsvDataError,
                      match=r'a\.csv:2: unbalanced quote: .* joins lines 2-4 '
                      r'into one record that is not valid CSV \(new-line '
                      r'character seen in unquoted field\): '):
@@ -242,7 +243,7 @@ def test_stray_quote_inside_unquoted_field(tmp_path):
 
 def test_multi_line_record_with_wrong_field_count(tmp_path):
   write(tmp_path, 'a.csv', HEADER + 'a,"two\nlines",0\n')
-  with pytest.raises(csv_check.CsvDataError,
+  with pytest.raises(csv_layout.CsvDataError,
                      match=r'a\.csv:2: expected 4 fields .*, found 3 in a '
                      r'record spanning lines 2-3'):
     csv_check.check_csv_dir(str(tmp_path))
@@ -253,7 +254,7 @@ def test_bad_labels_are_counted_with_first_location(tmp_path):
         'd,x,yes,en\n')
   write(tmp_path, 'eval/b.csv', HEADER + 'e,x,1,en\nf,x,-1,en\ng,x,2,en\n'
         'h,x,,en\n')
-  with pytest.raises(csv_check.CsvDataError) as raised:
+  with pytest.raises(csv_layout.CsvDataError) as raised:
     csv_check.check_csv_dir(str(tmp_path))
   message = str(raised.value)
   assert re.match(r"^\S*train/a\.csv:3: label column 'toxic' has values "
@@ -267,7 +268,7 @@ def test_bad_labels_are_counted_with_first_location(tmp_path):
 
 def test_float_spelled_label_is_rejected(tmp_path):
   write(tmp_path, 'a.csv', HEADER + 'a,x,1.0,en\nb,x,0,en\n')
-  with pytest.raises(csv_check.CsvDataError, match=r"'1\.0' in 1 row"):
+  with pytest.raises(csv_layout.CsvDataError, match=r"'1\.0' in 1 row"):
     csv_check.check_csv_dir(str(tmp_path))
 
 
@@ -283,7 +284,7 @@ def test_single_layout_with_one_label_is_rejected(tmp_path):
   # All rows are the training data: the hash split cannot add a class.
   write(tmp_path, 'a.csv', HEADER + 'a,x,0,en\nb,y,0,fr\n')
   write(tmp_path, 'b.csv', HEADER + 'c,z,0,en\n')
-  with pytest.raises(csv_check.CsvDataError) as raised:
+  with pytest.raises(csv_layout.CsvDataError) as raised:
     csv_check.check_csv_dir(str(tmp_path))
   assert str(raised.value) == (
       f"{tmp_path}: the training data has only label 0 in column 'toxic' "
@@ -294,7 +295,7 @@ def test_presplit_train_with_one_label_is_rejected_naming_the_column(
     tmp_path):
   write(tmp_path, 'train/a.csv', 'id,body,y\na,x,1\nb,y,1\n')
   write(tmp_path, 'eval/a.csv', 'id,body,y\nc,x,0\nd,y,1\n')
-  with pytest.raises(csv_check.CsvDataError) as raised:
+  with pytest.raises(csv_layout.CsvDataError) as raised:
     csv_check.check_csv_dir(str(tmp_path), text_column='body',
                             label_column='y')
   assert str(raised.value) == (
@@ -304,7 +305,7 @@ def test_presplit_train_with_one_label_is_rejected_naming_the_column(
 
 def test_bad_label_values_are_reported_before_one_class(tmp_path):
   write(tmp_path, 'a.csv', HEADER + 'a,x,0,en\nb,y,yes,fr\n')
-  with pytest.raises(csv_check.CsvDataError, match=r"outside \{0, 1\}"):
+  with pytest.raises(csv_layout.CsvDataError, match=r"outside \{0, 1\}"):
     csv_check.check_csv_dir(str(tmp_path))
 
 
@@ -323,7 +324,7 @@ def test_non_utf8_is_rejected_by_default_with_byte_offset(tmp_path):
   offset = len(content) + len(b'b,caf')
   write(tmp_path, 'a.csv', content + 'b,caf\u00e9,1,fr\n'.encode('latin-1'))
   with pytest.raises(
-      csv_check.CsvDataError,
+      csv_layout.CsvDataError,
       match=(rf'a\.csv:3: invalid UTF-8 byte 0xe9 at byte offset {offset} '
              r".*encoding_errors='replace'")):
     csv_check.check_csv_dir(str(tmp_path))

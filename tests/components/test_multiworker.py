@@ -14,8 +14,8 @@ import time
 
 import pytest
 
-from tfx_autostrategy import tf_env
 from tfx_autostrategy.distribute import cpu_replicas
+from tfx_autostrategy import tf_env
 
 WORKER_SCRIPT = os.path.join(os.path.dirname(__file__), 'multiworker_worker.py')
 RUN_TIMEOUT_SECONDS = 240

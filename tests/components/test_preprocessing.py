@@ -11,8 +11,8 @@ import tensorflow_transform.beam as tft_beam
 from tensorflow_transform.tf_metadata import dataset_metadata
 from tensorflow_transform.tf_metadata import schema_utils
 
-from tfx_autostrategy import settings as settings_lib
 from tfx_autostrategy.components.transform import preprocessing
+from tfx_autostrategy import settings as settings_lib
 
 RAW_SPEC = {
     'comment_text': tf.io.VarLenFeature(tf.string),

@@ -19,10 +19,10 @@ from tensorflow_transform.tf_metadata import dataset_metadata
 from tensorflow_transform.tf_metadata import schema_utils
 import tokenizers
 
+from tfx_autostrategy.components.transform import preprocessing
+from tfx_autostrategy.components.transform import pretrained_tokens
 from tfx_autostrategy.modeling import pretrained_dir
 from tfx_autostrategy import settings as settings_lib
-from tfx_autostrategy.components.transform import pretrained_tokens
-from tfx_autostrategy.components.transform import preprocessing
 
 import xlmr_checkpoint
 

@@ -21,14 +21,14 @@ PRELUDE = textwrap.dedent("""
     tf_env.set_keras_flavour()
     import numpy as np
     import tensorflow as tf
+    from tfx_autostrategy.components.trainer import callbacks
+    from tfx_autostrategy import conventions
     from tfx_autostrategy.distribute import devices
     from tfx_autostrategy.distribute import distribution_plan
+    from tfx_autostrategy.distribute import rehearsal
     from tfx_autostrategy.distribute import strategies
     from tfx_autostrategy.modeling import models
-    from tfx_autostrategy.distribute import rehearsal
     from tfx_autostrategy import settings
-    from tfx_autostrategy.components.trainer import callbacks
-    from tfx_autostrategy.components.trainer import trainer_module
 
     TEXT = settings.TextSettings(sequence_length=16, vocab_size=50,
                                  num_oov_buckets=2, char_ngram_vocab_size=97,
@@ -89,7 +89,7 @@ ONE_DEVICE = PRELUDE + textwrap.dedent("""
         'jit_compile': bool(model.jit_compile),
         'iterations': int(model.optimizer.iterations.numpy()),
         'epochs_logged': [h['epoch'] for h in json.load(open(
-            os.path.join(workdir, trainer_module.HISTORY_FILE)))],
+            os.path.join(workdir, conventions.HISTORY_FILE)))],
         'loss_finite': bool(np.isfinite(history.history['loss']).all()),
     }))
 """)

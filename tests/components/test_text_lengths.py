@@ -5,8 +5,8 @@ import tempfile
 
 import pytest
 
-from tfx_autostrategy import settings as settings_lib
 from tfx_autostrategy.preflight import text_lengths
+from tfx_autostrategy import settings as settings_lib
 
 # Texts whose tokens differ in kind: punctuation runs, symbols, URLs, numbers,
 # non-Latin scripts, combining marks, a no-break space (punctuation to RE2),

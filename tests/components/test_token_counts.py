@@ -3,11 +3,11 @@
 import tensorflow as tf
 import tokenizers
 
+from tfx_autostrategy.components.transform import pretrained_tokens
 from tfx_autostrategy.modeling import pretrained_dir
-from tfx_autostrategy import settings as settings_lib
 from tfx_autostrategy.preflight import text_lengths
 from tfx_autostrategy.preflight import token_counts
-from tfx_autostrategy.components.transform import pretrained_tokens
+from tfx_autostrategy import settings as settings_lib
 
 import test_pretrained_tokens
 import xlmr_checkpoint

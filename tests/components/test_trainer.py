@@ -17,12 +17,13 @@ import time
 import pytest
 import tensorflow as tf
 
-from tfx_autostrategy import settings as settings_lib
 from tfx_autostrategy.components.trainer import executor as executor_lib
 from tfx_autostrategy.components.trainer import input_pipeline
 from tfx_autostrategy.components.trainer import spec as spec_lib
 from tfx_autostrategy.components.trainer import trainer_module
+from tfx_autostrategy import conventions
 from tfx_autostrategy.pipeline import config as config_lib
+from tfx_autostrategy import settings as settings_lib
 
 SCRIPT = os.path.join(os.path.dirname(__file__), 'trainer_executor_script.py')
 
@@ -133,7 +134,7 @@ def test_executor_trains_from_statistics_and_exports(upstream, trained):
                               log).group(1))
   assert plan['global_batch_size'] == 16 * plan['num_replicas']
   history = json.load(open(os.path.join(spec['model_run'],
-                                        trainer_module.HISTORY_FILE)))
+                                        conventions.HISTORY_FILE)))
   assert [h['epoch'] for h in history] == [1, 2]
   served = serve(os.path.join(spec['model'], 'Format-Serving'))
   assert served['shape'] == [3] and served['dtype'] == 'float32'
@@ -157,7 +158,7 @@ def test_warm_start_from_a_base_model(upstream, run_text, trained, tmp_path):
   assert f'autostrategy: warm-started from {base}' in proc.stdout + proc.stderr
 
   def first_epoch_loss(model_run):
-    with open(os.path.join(model_run, trainer_module.HISTORY_FILE)) as f:
+    with open(os.path.join(model_run, conventions.HISTORY_FILE)) as f:
       return json.load(f)[0]['loss']
   # Starting from trained weights, the first epoch's loss is already lower.
   assert (first_epoch_loss(spec['model_run']) <
@@ -225,7 +226,7 @@ def test_killed_trainer_resumes_from_the_last_finished_epoch(upstream, run_text,
   started = re.findall(r'autostrategy: epoch (\d)/2 started', log)
   assert started == ['2'], log[-3000:]
   history = json.load(open(os.path.join(spec['model_run'],
-                                        trainer_module.HISTORY_FILE)))
+                                        conventions.HISTORY_FILE)))
   assert [h['epoch'] for h in history] == [1, 2]
   assert serve(os.path.join(spec['model'], 'Format-Serving'))['shape'] == [3]
 
@@ -252,7 +253,7 @@ def test_killed_tpu_trainer_loses_at_most_the_steps_since_its_step_backup(
   first = read_until_paused(proc)
   assert 'PAUSED at step 8' in first, first[-3000:]
   plan = json.load(open(os.path.join(spec['model_run'],
-                                     trainer_module.PLAN_FILE)))
+                                     conventions.PLAN_FILE)))
   assert (plan['strategy'], plan['num_replicas'], plan['global_batch_size'],
           plan['steps_per_execution'], plan['backup_every_steps'],
           plan['precision']) == ('TPUStrategy', 2, 16, 2, 4, 'mixed_bfloat16')
@@ -267,7 +268,7 @@ def test_killed_tpu_trainer_loses_at_most_the_steps_since_its_step_backup(
   assert ('INFO autostrategy: resumed from the backup at optimizer step 8 '
           '(batch index 7 of the epoch)' in progress), progress
   history = json.load(open(os.path.join(spec['model_run'],
-                                        trainer_module.HISTORY_FILE)))
+                                        conventions.HISTORY_FILE)))
   assert [h['epoch'] for h in history] == [1]
   assert serve(os.path.join(spec['model'], 'Format-Serving'))['shape'] == [3]
 

@@ -59,8 +59,8 @@ import yaml
 
 import kfp_backend
 
-from tfx_autostrategy import tf_env
 from tfx_autostrategy.kubeflow import kfp_entrypoint
+from tfx_autostrategy import tf_env
 
 STORE_FILE = 'kfp_local_artifacts.json'
 MLMD_FILE = 'kfp_mlmd.sqlite'

@@ -20,10 +20,10 @@ from test_compile import class_path
 from test_compile import compile_and_parse
 from test_compile import executor_of
 from test_compile import options
-from tfx_autostrategy import settings
 from tfx_autostrategy.components.inline_schema import component
 from tfx_autostrategy.kubeflow import compiler
 from tfx_autostrategy.pipeline import pipeline as pipeline_lib
+from tfx_autostrategy import settings
 
 RENAMED = settings.TextSettings(
     text_column='body', label_column='is_bad', id_column='row_id',

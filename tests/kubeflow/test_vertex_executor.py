@@ -24,13 +24,13 @@ from tfx.types import artifact_utils
 from tfx.types import standard_artifacts
 from tfx.utils import import_utils
 
-from tfx_autostrategy import settings as settings_lib
 from tfx_autostrategy.components.trainer import executor as trainer_executor
 from tfx_autostrategy.components.trainer import vertex_executor
 from tfx_autostrategy.kubeflow import compile_options
 from tfx_autostrategy.kubeflow import compiler
 from tfx_autostrategy.kubeflow import scheduling
 from tfx_autostrategy.pipeline import pipeline as pipeline_lib
+from tfx_autostrategy import settings as settings_lib
 
 IMAGE = 'us-docker.pkg.dev/proj/repo/autostrategy:test'
 PROJECT = 'proj'

@@ -40,8 +40,8 @@ import pytest
 from conftest import run_cli
 
 from tfx_autostrategy import failures
-from tfx_autostrategy import sample_data
 from tfx_autostrategy.preflight import csv_check
+from tfx_autostrategy import sample_data
 
 BAD = os.path.join(os.path.dirname(os.path.dirname(__file__)), 'testdata',
                    'bad')

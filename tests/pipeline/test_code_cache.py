@@ -33,10 +33,10 @@ RUN_SCRIPT = textwrap.dedent("""
     import tfx_autostrategy
     # The copy, not the editable install, must be the code that runs.
     assert tfx_autostrategy.__file__.startswith(sys.argv[3]), tfx_autostrategy.__file__
-    from tfx_autostrategy.preflight import csv_check
-    from tfx_autostrategy import settings
     from tfx_autostrategy.pipeline import local_runner
     from tfx_autostrategy.pipeline import pipeline as pipeline_lib
+    from tfx_autostrategy.preflight import csv_check
+    from tfx_autostrategy import settings
     data, output = sys.argv[1], sys.argv[2]
     config = local_runner.build_config(
         data, output, settings.TextSettings(sequence_length=32),

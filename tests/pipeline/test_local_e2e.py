@@ -17,12 +17,12 @@ from conftest import PIPELINE_RUN_REPLICAS
 from conftest import assert_serves_raw_text
 from conftest import run_cli
 
-from tfx_autostrategy.preflight import csv_check
-from tfx_autostrategy import settings as settings_lib
 from tfx_autostrategy.pipeline import config as config_lib
 from tfx_autostrategy.pipeline import local_runner
 from tfx_autostrategy.pipeline import pipeline as pipeline_lib
 from tfx_autostrategy.pipeline import run_result
+from tfx_autostrategy.preflight import csv_check
+from tfx_autostrategy import settings as settings_lib
 
 pytestmark = pytest.mark.e2e
 

@@ -6,8 +6,8 @@ import pytest
 import tensorflow_model_analysis as tfma
 
 from tfx_autostrategy.pipeline import config as config_lib
-from tfx_autostrategy.pipeline import run_result
 from tfx_autostrategy.pipeline import pipeline as pipeline_lib
+from tfx_autostrategy.pipeline import run_result
 
 
 def _config(**overrides):

@@ -14,12 +14,12 @@ from tensorflow_metadata.proto.v0 import schema_pb2
 from tfx.types import standard_artifacts
 from tfx.utils import io_utils
 
-from tfx_autostrategy.preflight import csv_check
-from tfx_autostrategy import settings
 from tfx_autostrategy.components.inline_schema import component
 from tfx_autostrategy.pipeline import local_runner
 from tfx_autostrategy.pipeline import pipeline as pipeline_lib
 from tfx_autostrategy.pipeline import schema_render
+from tfx_autostrategy.preflight import csv_check
+from tfx_autostrategy import settings
 
 INT, BYTES = schema_pb2.INT, schema_pb2.BYTES
 RENAMED = settings.TextSettings(text_column='body', label_column='is_bad',

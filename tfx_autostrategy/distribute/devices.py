@@ -33,7 +33,6 @@ from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 from tfx_autostrategy.distribute import cluster as cluster_lib
 from tfx_autostrategy import settings
 
-ACCELERATORS = settings.ACCELERATORS
 
 _TPU_PROBES_TEXT = (
     'probes: explicit tpu argument, TPU_NAME, KUBE_GOOGLE_CLOUD_TPU_ENDPOINTS, '
@@ -224,9 +223,9 @@ def detect(accelerator: str = 'auto', *, tpu: str = '',
     ValueError: unknown `accelerator`, or malformed TF_CONFIG / CLUSTER_SPEC /
       TPU_CONFIG.
   """
-  if accelerator not in ACCELERATORS:
+  if accelerator not in settings.ACCELERATORS:
     raise ValueError(
-        f'accelerator must be one of {ACCELERATORS}, got {accelerator!r}')
+        f'accelerator must be one of {settings.ACCELERATORS}, got {accelerator!r}')
   environ = os.environ if environ is None else environ
   cluster = cluster_lib.cluster_config(environ)
   devices = tuple(list_devices() if list_devices else _default_list_devices())

@@ -17,10 +17,9 @@ from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple
 
 from tfx_autostrategy import conventions
 from tfx_autostrategy.distribute import devices
-from tfx_autostrategy import settings
 from tfx_autostrategy.distribute import strategies
+from tfx_autostrategy import settings
 
-AcceleratorInfo = devices.AcceleratorInfo
 
 PRECISIONS = ('float32', 'mixed_float16', 'mixed_bfloat16')
 
@@ -106,7 +105,7 @@ BFLOAT16_GPU_CAPABILITY = (9, 0)
 FLOAT16_GPU_CAPABILITY = (7, 0)
 
 
-def default_precision(info: AcceleratorInfo) -> str:
+def default_precision(info: devices.AcceleratorInfo) -> str:
   """Returns the mixed precision policy that suits the accelerator.
 
   bfloat16 on every TPU generation (the MXUs multiply in bfloat16); on GPUs
@@ -124,7 +123,7 @@ def default_precision(info: AcceleratorInfo) -> str:
   return 'float32'
 
 
-def default_jit_compile(info: AcceleratorInfo) -> bool:
+def default_jit_compile(info: devices.AcceleratorInfo) -> bool:
   """Whether the train step is compiled with XLA by default.
 
   Always on TPU (TPUs run only XLA programs); on by default on GPUs, as in
@@ -134,7 +133,7 @@ def default_jit_compile(info: AcceleratorInfo) -> bool:
   return info.kind in ('tpu', 'gpu')
 
 
-def default_backup_every_steps(info: AcceleratorInfo) -> int:
+def default_backup_every_steps(info: devices.AcceleratorInfo) -> int:
   """Step interval of BackupAndRestore saves (0: at epoch ends only)."""
   return TPU_BACKUP_EVERY_STEPS if info.kind == 'tpu' else 0
 
@@ -149,15 +148,14 @@ def steps_per_execution_for(kind: str) -> int:
           'gpu': GPU_STEPS_PER_EXECUTION}.get(kind, CPU_STEPS_PER_EXECUTION)
 
 
-def default_steps_per_execution(info: AcceleratorInfo) -> int:
+def default_steps_per_execution(info: devices.AcceleratorInfo) -> int:
   """Returns the Keras steps_per_execution that suits the accelerator."""
   return steps_per_execution_for(info.kind)
 
 
-JIT_COMPILE_CHOICES = settings.JIT_COMPILE_CHOICES
 
 
-def plan_for(info: AcceleratorInfo, strategy: Any, per_replica_batch_size: int,
+def plan_for(info: devices.AcceleratorInfo, strategy: Any, per_replica_batch_size: int,
              *, precision: str = '',
              steps_per_execution: int = 0,
              jit_compile: str = 'auto',
@@ -202,8 +200,8 @@ def plan_for(info: AcceleratorInfo, strategy: Any, per_replica_batch_size: int,
   if steps_per_execution < 0:
     raise ValueError(
         f'steps_per_execution must be >= 0, got {steps_per_execution}')
-  if jit_compile not in JIT_COMPILE_CHOICES:
-    raise ValueError(f'jit_compile must be one of {JIT_COMPILE_CHOICES}, got '
+  if jit_compile not in settings.JIT_COMPILE_CHOICES:
+    raise ValueError(f'jit_compile must be one of {settings.JIT_COMPILE_CHOICES}, got '
                      f'{jit_compile!r}')
   if backup_every_steps < -1:
     raise ValueError('backup_every_steps must be >= 0 (or -1 for the device '
@@ -257,7 +255,7 @@ def resolve(accelerator: str = 'auto', per_replica_batch_size: int = 32, *,
             strategy_factory: Optional[Callable[..., Any]] = None,
             collective_timeout_seconds: float = (
                 strategies.DEFAULT_COLLECTIVE_TIMEOUT_SECONDS)
-            ) -> Tuple[Any, DistributionPlan, AcceleratorInfo]:
+            ) -> Tuple[Any, DistributionPlan, devices.AcceleratorInfo]:
   """`devices.detect`, `strategies.strategy_for` and `plan_for` in one call.
 
   Does not apply the precision policy: the caller does (`apply_precision`)

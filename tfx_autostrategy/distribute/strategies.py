@@ -35,7 +35,6 @@ from typing import Any, Callable, Optional, Tuple
 from tfx_autostrategy.distribute import cluster as cluster_lib
 from tfx_autostrategy.distribute import devices
 
-AcceleratorInfo = devices.AcceleratorInfo
 
 # How long a remote TPU node (TPU_CONFIG, TPU_NAME) may take to become
 # reachable: a Vertex AI TPU node or a freshly created Cloud TPU accepts
@@ -138,7 +137,7 @@ def _default_strategy_factory(name: str, **kwargs) -> Any:
 
 def _exit_unless_all_workers_join(create: Callable[[], Any],
                                   timeout_seconds: float,
-                                  info: AcceleratorInfo) -> Any:
+                                  info: devices.AcceleratorInfo) -> Any:
   """Calls `create`, exiting the process if it blocks past the timeout.
 
   TF 2.16 waits one hour (hard-coded) for missing workers inside the strategy
@@ -168,7 +167,7 @@ def _exit_unless_all_workers_join(create: Callable[[], Any],
     faulthandler.cancel_dump_traceback_later()
 
 
-def strategy_for(info: AcceleratorInfo, *,
+def strategy_for(info: devices.AcceleratorInfo, *,
                  tpu_initializer: Optional[Callable[[Any], Any]] = None,
                  strategy_factory: Optional[Callable[..., Any]] = None,
                  collective_timeout_seconds: float = (
@@ -221,7 +220,7 @@ def strategy_for(info: AcceleratorInfo, *,
   return factory('default')
 
 
-def _multi_worker_strategy(info: AcceleratorInfo, factory: Callable[..., Any],
+def _multi_worker_strategy(info: devices.AcceleratorInfo, factory: Callable[..., Any],
                            num_gpus: int, timeout_seconds: float) -> Any:
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   cluster = {job: list(info.cluster[job]) for job in cluster_lib.TRAINING_JOBS

@@ -2,8 +2,8 @@
 
 CsvExampleGen reports bad input as a Beam stack trace ending in "Invalid CSV
 line" (or a UnicodeDecodeError) minutes into a run. `check_csv_dir` reads the
-same files in a second or two first and either returns a `CsvReport` or raises
-one `CsvDataError` whose message starts with `path:line:`.
+same files in a second or two first and either returns a `csv_report.CsvReport` or raises
+one `csv_layout.CsvDataError` whose message starts with `path:line:`.
 
 Records are found the way CsvExampleGen (TFX 1.16) finds them, so the check
 accepts what the pipeline accepts and rejects what it would fail on:
@@ -42,7 +42,7 @@ Policy decisions:
   value); such rows are counted in `empty_text`.
 * All files must have the same header, across splits too, because one schema
   applies to every split.
-* Too little data for one global batch (`check_batch_size`, run by the CLI
+* Too little data for one global batch (`csv_report.check_batch_size`, run by the CLI
   after `check_csv_dir`): the Trainer reads fixed-shape batches and drops a
   partial one, so each split needs at least one full global batch. The
   Trainer checks the exact example counts after Transform; this check runs
@@ -68,20 +68,11 @@ from tfx_autostrategy import conventions
 from tfx_autostrategy.preflight import csv_layout
 from tfx_autostrategy.preflight import csv_report
 from tfx_autostrategy.preflight import csv_scanner
-from tfx_autostrategy import settings
 from tfx_autostrategy.preflight import text_lengths
+from tfx_autostrategy import settings
 
 _DEFAULTS = settings.TextSettings()
 
-# The names callers use, from the modules that define them.
-CsvDataError = csv_layout.CsvDataError
-CsvReport = csv_report.CsvReport
-SINGLE = csv_layout.SINGLE
-PRESPLIT = csv_layout.PRESPLIT
-SINGLE_SPLIT = csv_layout.SINGLE_SPLIT
-PRESPLIT_SPLITS = csv_layout.PRESPLIT_SPLITS
-FILE_PATTERN = csv_layout.FILE_PATTERN
-check_batch_size = csv_report.check_batch_size
 ENCODING_ERRORS = ('strict', 'replace')
 
 
@@ -110,10 +101,10 @@ def check_csv_dir(data_root: str,
       for `--sequence-length auto` and `--char-ngram-length auto`.
 
   Returns:
-    A `CsvReport` of the valid input.
+    A `csv_report.CsvReport` of the valid input.
 
   Raises:
-    CsvDataError: the input would fail or mislead the pipeline; the message
+    csv_layout.CsvDataError: the input would fail or mislead the pipeline; the message
       starts with the file (and line) at fault.
     ValueError: an argument is invalid.
   """

@@ -16,9 +16,6 @@ from tfx_autostrategy import conventions
 
 SINGLE = 'single'
 PRESPLIT = 'presplit'
-SINGLE_SPLIT = conventions.SINGLE_SPLIT
-PRESPLIT_SPLITS = conventions.PRESPLIT_SPLITS
-FILE_PATTERN = conventions.FILE_PATTERN
 
 _EXCERPT_CHARS = 80
 _UTF8_BOM = b'\xef\xbb\xbf'
@@ -42,7 +39,7 @@ def _csv_files(directory: str) -> List[str]:
     return []
   return [os.path.join(directory, name)
           for name in sorted(os.listdir(directory))
-          if fnmatch.fnmatchcase(name, FILE_PATTERN)]
+          if fnmatch.fnmatchcase(name, conventions.FILE_PATTERN)]
 
 
 def _other_case_csv(directory: str) -> List[str]:
@@ -50,7 +47,7 @@ def _other_case_csv(directory: str) -> List[str]:
     return []
   return sorted(name for name in os.listdir(directory)
                 if name.lower().endswith('.csv') and
-                not fnmatch.fnmatchcase(name, FILE_PATTERN))
+                not fnmatch.fnmatchcase(name, conventions.FILE_PATTERN))
 
 
 def find_files(data_root: str) -> Tuple[str, Dict[str, List[str]]]:
@@ -64,37 +61,37 @@ def find_files(data_root: str) -> Tuple[str, Dict[str, List[str]]]:
     raise CsvDataError(f'{data_root}: data directory does not exist')
   top = _csv_files(data_root)
   split_dirs = {split: os.path.join(data_root, split)
-                for split in PRESPLIT_SPLITS}
+                for split in conventions.PRESPLIT_SPLITS}
   split_files = {split: _csv_files(d) for split, d in split_dirs.items()}
   if top and any(split_files.values()):
     nested = next(files[0] for files in split_files.values() if files)
     raise CsvDataError(
         f'{data_root}: ambiguous layout: top-level CSV files ({top[0]}) and '
-        f'split subdirectories ({nested}); keep either {FILE_PATTERN} or '
-        f'train/{FILE_PATTERN} + eval/{FILE_PATTERN}')
+        f'split subdirectories ({nested}); keep either {conventions.FILE_PATTERN} or '
+        f'train/{conventions.FILE_PATTERN} + eval/{conventions.FILE_PATTERN}')
   if top:
-    layout, files = SINGLE, {SINGLE_SPLIT: top}
+    layout, files = SINGLE, {conventions.SINGLE_SPLIT: top}
   elif any(os.path.isdir(d) for d in split_dirs.values()):
     layout, files = PRESPLIT, split_files
     for split, paths in split_files.items():
       if not paths:
         raise CsvDataError(
             f'{split_dirs[split]}: split {split!r} has no CSV files '
-            f'(expected {os.path.join(split_dirs[split], FILE_PATTERN)})')
+            f'(expected {os.path.join(split_dirs[split], conventions.FILE_PATTERN)})')
   else:
     hint = ''
     other = _other_case_csv(data_root)
     if other:
-      hint = (f'; {other[0]} does not match: the pattern {FILE_PATTERN!r} is '
+      hint = (f'; {other[0]} does not match: the pattern {conventions.FILE_PATTERN!r} is '
               'case-sensitive')
     raise CsvDataError(
         f'{data_root}: no CSV files found (expected '
-        f'{os.path.join(data_root, FILE_PATTERN)}, or train/{FILE_PATTERN} '
-        f'and eval/{FILE_PATTERN} below it){hint}')
+        f'{os.path.join(data_root, conventions.FILE_PATTERN)}, or train/{conventions.FILE_PATTERN} '
+        f'and eval/{conventions.FILE_PATTERN} below it){hint}')
   for paths in files.values():
     for path in paths:
       if not os.path.isfile(path):
-        raise CsvDataError(f'{path}: matches {FILE_PATTERN!r} but is not a '
+        raise CsvDataError(f'{path}: matches {conventions.FILE_PATTERN!r} but is not a '
                            'file; CsvExampleGen would try to read it')
   return layout, files
 

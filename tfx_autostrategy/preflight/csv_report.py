@@ -91,7 +91,7 @@ def check_training_classes(data_root: str, layout: str,
   Raises:
     CsvDataError: naming the directory, column, label and row count.
   """
-  split = (csv_layout.SINGLE_SPLIT if layout == csv_layout.SINGLE else
+  split = (conventions.SINGLE_SPLIT if layout == csv_layout.SINGLE else
            conventions.TRAIN_SPLIT)
   labels = stats[split].labels
   if len(labels) != 1:
