@@ -18,7 +18,6 @@ from tfx_autostrategy.pipeline import config as config_lib
 from tfx_autostrategy.pipeline import progress_log
 from tfx_autostrategy.pipeline import run_result
 from tfx_autostrategy.pipeline import schema_render
-from tfx_autostrategy.preflight import csv_check
 from tfx_autostrategy.preflight import csv_report
 from tfx_autostrategy import settings as settings_lib
 # `pipeline` imports TFX and TFMA (10-30 s); it is imported where a run needs

@@ -39,7 +39,6 @@ from typing import (Dict, Iterable, Iterator, Mapping, Optional, Sequence,
                     Tuple)
 
 from tfx_autostrategy import conventions
-from tfx_autostrategy.preflight import csv_check
 from tfx_autostrategy import sample_text
 from tfx_autostrategy import settings
 
