@@ -76,7 +76,8 @@ def _serving_signatures(model: tf.keras.Model, tf_transform_output,
     parsed = tf.io.parse_example(serialized, serving_spec)
     transformed = model.tft_layer(parsed)
     probabilities = model({k: transformed[k] for k in model_inputs})
-    return {conventions.PROBABILITIES: tf.reshape(tf.cast(probabilities, tf.float32), [-1])}
+    return {conventions.PROBABILITIES:
+                tf.reshape(tf.cast(probabilities, tf.float32), [-1])}
 
   @tf.function(input_signature=[
       tf.TensorSpec(shape=[None], dtype=tf.string, name='examples')])
@@ -84,7 +85,8 @@ def _serving_signatures(model: tf.keras.Model, tf_transform_output,
     parsed = tf.io.parse_example(serialized, raw_spec)
     return model.tft_layer(parsed)
 
-  return {conventions.SERVING_SIGNATURE: serve, TRANSFORM_SIGNATURE: transform_features}
+  return {conventions.SERVING_SIGNATURE: serve,
+          TRANSFORM_SIGNATURE: transform_features}
 
 
 def export_serving_model(model: tf.keras.Model, tf_transform_output,

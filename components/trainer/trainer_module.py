@@ -115,7 +115,8 @@ def _write_plan(plan: distribution_plan.DistributionPlan,
           'at the per-replica batch; the replicated fit runs without XLA, '
           'which cannot span logical CPU devices or workers')
   tf.io.gfile.makedirs(model_run_dir)
-  with tf.io.gfile.GFile(os.path.join(model_run_dir, conventions.PLAN_FILE), 'w') as f:
+  with tf.io.gfile.GFile(
+      os.path.join(model_run_dir, conventions.PLAN_FILE), 'w') as f:
     json.dump(values, f, indent=2, sort_keys=True)
 
 

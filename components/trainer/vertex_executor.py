@@ -208,8 +208,8 @@ def _cancel(client: training_clients.VertexJobClient) -> None:
 class Executor(vertex_trainer_executor.GenericExecutor):
   """Trains with AutoStrategyTrainer's executor inside a Vertex AI custom job.
 
-  `custom_config` must hold constants.ENABLE_VERTEX_KEY (true), constants.VERTEX_REGION_KEY and
-  vertex_trainer_executor.TRAINING_ARGS_KEY: `{'project': ..., 'display_name': ..., 'job_spec':
+  `custom_config` must hold TFX's ENABLE_VERTEX_KEY (true), VERTEX_REGION_KEY
+  and TRAINING_ARGS_KEY: `{'project': ..., 'display_name': ..., 'job_spec':
   {'worker_pool_specs': [...]}}`.
   """
 
@@ -239,20 +239,26 @@ class Executor(vertex_trainer_executor.GenericExecutor):
         exec_properties.get(std.CUSTOM_CONFIG_KEY) or 'null') or {}
     if not custom_config.get(constants.ENABLE_VERTEX_KEY):
       raise ValueError(
-          f'custom_config[{constants.ENABLE_VERTEX_KEY!r}] must be true: this executor '
+          f'custom_config[{constants.ENABLE_VERTEX_KEY!r}] must be true: this '
+          'executor '
           'only runs Vertex AI custom jobs')
     region = custom_config.get(constants.VERTEX_REGION_KEY)
     if not region:
-      raise ValueError(f'custom_config[{constants.VERTEX_REGION_KEY!r}] is missing')
+      raise ValueError(
+          f'custom_config[{constants.VERTEX_REGION_KEY!r}] is missing')
     if not custom_config.get(vertex_trainer_executor.TRAINING_ARGS_KEY):
-      raise ValueError(f'custom_config[{vertex_trainer_executor.TRAINING_ARGS_KEY!r}] is missing')
+      raise ValueError(
+          f'custom_config[{vertex_trainer_executor.TRAINING_ARGS_KEY!r}] is '
+          'missing')
     # The TFX client fills the worker pools in place; the parsed
     # exec_properties must stay as they were.
-    job_args = copy.deepcopy(custom_config[vertex_trainer_executor.TRAINING_ARGS_KEY])
+    job_args = copy.deepcopy(
+        custom_config[vertex_trainer_executor.TRAINING_ARGS_KEY])
     project = job_args.pop('project', None)
     if not project:
       raise ValueError(
-          f"custom_config[{vertex_trainer_executor.TRAINING_ARGS_KEY!r}]['project'] is missing")
+          f'custom_config[{vertex_trainer_executor.TRAINING_ARGS_KEY!r}]'
+          "['project'] is missing")
 
     job_service, poll_interval = self._job_service, self._poll_interval_seconds
     if job_service is None:

@@ -98,7 +98,8 @@ def test_no_csv_files_names_the_directory(tmp_path):
 
 def test_upper_case_extension_gets_a_hint(tmp_path):
   write(tmp_path, 'DATA.CSV', HEADER + 'a,b,0,en\n')
-  with pytest.raises(csv_layout.CsvDataError, match=r'DATA\.CSV does not match'):
+  with pytest.raises(csv_layout.CsvDataError,
+                     match=r'DATA\.CSV does not match'):
     csv_check.check_csv_dir(str(tmp_path))
 
 

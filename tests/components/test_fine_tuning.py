@@ -86,7 +86,8 @@ def _separable_data(n, seed=0):
     ids[row, real + 1] = 3
     mask[row, :real + 2] = 1
   return {settings_lib.TEXT_IDS: ids, settings_lib.TEXT_MASK: mask,
-          settings_lib.TEXT_TYPE_IDS: np.zeros_like(ids)}, label.astype(np.int64)
+          settings_lib.TEXT_TYPE_IDS: np.zeros_like(ids)}, label.astype(
+              np.int64)
 
 
 @pytest.fixture(scope='module')

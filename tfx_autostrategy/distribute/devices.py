@@ -225,7 +225,8 @@ def detect(accelerator: str = 'auto', *, tpu: str = '',
   """
   if accelerator not in settings.ACCELERATORS:
     raise ValueError(
-        f'accelerator must be one of {settings.ACCELERATORS}, got {accelerator!r}')
+        f'accelerator must be one of {settings.ACCELERATORS}, got '
+        f'{accelerator!r}')
   environ = os.environ if environ is None else environ
   cluster = cluster_lib.cluster_config(environ)
   devices = tuple(list_devices() if list_devices else _default_list_devices())

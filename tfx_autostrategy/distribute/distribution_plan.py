@@ -155,7 +155,8 @@ def default_steps_per_execution(info: devices.AcceleratorInfo) -> int:
 
 
 
-def plan_for(info: devices.AcceleratorInfo, strategy: Any, per_replica_batch_size: int,
+def plan_for(info: devices.AcceleratorInfo, strategy: Any,
+             per_replica_batch_size: int,
              *, precision: str = '',
              steps_per_execution: int = 0,
              jit_compile: str = 'auto',
@@ -201,7 +202,8 @@ def plan_for(info: devices.AcceleratorInfo, strategy: Any, per_replica_batch_siz
     raise ValueError(
         f'steps_per_execution must be >= 0, got {steps_per_execution}')
   if jit_compile not in settings.JIT_COMPILE_CHOICES:
-    raise ValueError(f'jit_compile must be one of {settings.JIT_COMPILE_CHOICES}, got '
+    raise ValueError('jit_compile must be one of '
+                     f'{settings.JIT_COMPILE_CHOICES}, got '
                      f'{jit_compile!r}')
   if backup_every_steps < -1:
     raise ValueError('backup_every_steps must be >= 0 (or -1 for the device '

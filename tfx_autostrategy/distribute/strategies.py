@@ -220,7 +220,8 @@ def strategy_for(info: devices.AcceleratorInfo, *,
   return factory('default')
 
 
-def _multi_worker_strategy(info: devices.AcceleratorInfo, factory: Callable[..., Any],
+def _multi_worker_strategy(info: devices.AcceleratorInfo,
+                           factory: Callable[..., Any],
                            num_gpus: int, timeout_seconds: float) -> Any:
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   cluster = {job: list(info.cluster[job]) for job in cluster_lib.TRAINING_JOBS

@@ -57,6 +57,7 @@ def find_files(data_root: str) -> Tuple[str, Dict[str, List[str]]]:
     CsvDataError: no CSV files, an ambiguous layout, a split without files,
       or a match that is not a file.
   """
+  pattern = conventions.FILE_PATTERN
   if not os.path.isdir(data_root):
     raise CsvDataError(f'{data_root}: data directory does not exist')
   top = _csv_files(data_root)
@@ -67,8 +68,8 @@ def find_files(data_root: str) -> Tuple[str, Dict[str, List[str]]]:
     nested = next(files[0] for files in split_files.values() if files)
     raise CsvDataError(
         f'{data_root}: ambiguous layout: top-level CSV files ({top[0]}) and '
-        f'split subdirectories ({nested}); keep either {conventions.FILE_PATTERN} or '
-        f'train/{conventions.FILE_PATTERN} + eval/{conventions.FILE_PATTERN}')
+        f'split subdirectories ({nested}); keep either {pattern} or '
+        f'train/{pattern} + eval/{pattern}')
   if top:
     layout, files = SINGLE, {conventions.SINGLE_SPLIT: top}
   elif any(os.path.isdir(d) for d in split_dirs.values()):
@@ -77,21 +78,21 @@ def find_files(data_root: str) -> Tuple[str, Dict[str, List[str]]]:
       if not paths:
         raise CsvDataError(
             f'{split_dirs[split]}: split {split!r} has no CSV files '
-            f'(expected {os.path.join(split_dirs[split], conventions.FILE_PATTERN)})')
+            f'(expected {os.path.join(split_dirs[split], pattern)})')
   else:
     hint = ''
     other = _other_case_csv(data_root)
     if other:
-      hint = (f'; {other[0]} does not match: the pattern {conventions.FILE_PATTERN!r} is '
+      hint = (f'; {other[0]} does not match: the pattern {pattern!r} is '
               'case-sensitive')
     raise CsvDataError(
         f'{data_root}: no CSV files found (expected '
-        f'{os.path.join(data_root, conventions.FILE_PATTERN)}, or train/{conventions.FILE_PATTERN} '
-        f'and eval/{conventions.FILE_PATTERN} below it){hint}')
+        f'{os.path.join(data_root, pattern)}, or train/{pattern} '
+        f'and eval/{pattern} below it){hint}')
   for paths in files.values():
     for path in paths:
       if not os.path.isfile(path):
-        raise CsvDataError(f'{path}: matches {conventions.FILE_PATTERN!r} but is not a '
+        raise CsvDataError(f'{path}: matches {pattern!r} but is not a '
                            'file; CsvExampleGen would try to read it')
   return layout, files
 

@@ -204,7 +204,8 @@ def pick(histogram: Mapping[int, int], cap: int) -> Choice:
   """The length covering the 95th percentile, a multiple of 8 in [8, cap]."""
   texts = sum(histogram.values())
   value = percentile(histogram)
-  rounded = max(MINIMUM, -(-value // conventions.TPU_MULTIPLE) * conventions.TPU_MULTIPLE)
+  multiple = conventions.TPU_MULTIPLE
+  rounded = max(MINIMUM, -(-value // multiple) * multiple)
   length = min(rounded, cap)
   return Choice(
       length=length, percentile=value, cap=cap if rounded > cap else 0,
