@@ -5,12 +5,12 @@ same columns and tokenises the same way as `autostrategy run` with the same
 flags, with the same defaults and checks.
 
 `--sequence-length` and `--char-ngram-length` default to `auto`: a length
-picked from the training texts (`components/text_lengths`). `run` counts them
+picked from the training texts (`preflight/text_lengths`). `run` counts them
 in its CSV preflight; `compile` reads the training CSVs through
 `tf.io.gfile` (`scan_remote`) and fails, naming the path, when it cannot.
 
 With `--model hub --hub-model-path DIR`, DIR's own tokenizer is used when
-`components/pretrained_dir.describe` recognises DIR (a Hugging Face
+`modeling/pretrained_dir.describe` recognises DIR (a Hugging Face
 checkpoint, a TF Hub BERT-family SavedModel): nothing else needs saying,
 `--sentencepiece-model` is refused as a conflict, and `--sequence-length
 auto` counts that tokenizer's tokens up to the checkpoint's positions. A
