@@ -57,10 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
                    '--beam-arg=--direct_running_mode=multi_processing')
   run.add_argument('--json', action='store_true',
                    help='end with one JSON line: pushed_model, blessed, metrics')
-  training_options.add(run, 'accelerator', 'cpu_replicas',
-                       'per_replica_batch_size', 'precision',
-                       'steps_per_execution', 'jit_compile',
-                       'backup_every_steps')
+  training_options.add(run, *training_options.PLAN_OPTIONS)
 
   report = commands.add_parser(
       'report', help='(re)write OUT/report.html for an existing run')
@@ -69,10 +66,7 @@ def build_parser() -> argparse.ArgumentParser:
   detect = commands.add_parser(
       'detect', help='show the strategy the Trainer would use here')
   detect.add_argument('--json', action='store_true')
-  training_options.add(detect, 'accelerator', 'cpu_replicas',
-                       'per_replica_batch_size', 'precision',
-                       'steps_per_execution', 'jit_compile',
-                       'backup_every_steps')
+  training_options.add(detect, *training_options.PLAN_OPTIONS)
   compile_command_parser.add_parser(commands)
   rehearse = commands.add_parser(
       'rehearse', help='train, export and serve as a Trainer machine '

@@ -51,6 +51,12 @@ _OPTIONS: Dict[str, _Option] = {
 }
 
 
+# What `run` and `detect` take to pick the accelerator and plan the training.
+PLAN_OPTIONS = ('accelerator', 'cpu_replicas', 'per_replica_batch_size',
+                'precision', 'steps_per_execution', 'jit_compile',
+                'backup_every_steps')
+
+
 def add(parser: argparse.ArgumentParser, *names: str,
         **helps: str) -> None:
   """Adds the named training options to `parser`, in that order.
