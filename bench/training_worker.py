@@ -196,10 +196,7 @@ def main(argv=None) -> int:
   trainer_settings = settings_lib.TrainerSettings(
       model=args.model, per_replica_batch_size=args.per_replica_batch_size)
   # As in run_fn.
-  strategy, plan, _ = distribution_plan.resolve(
-      trainer_settings.accelerator, trainer_settings.per_replica_batch_size,
-      precision=trainer_settings.precision,
-      steps_per_execution=trainer_settings.steps_per_execution)
+  strategy, plan, _ = distribution_plan.resolve(trainer_settings)
   batch = plan.global_batch_size
   fn_args = fn_args_for(args.examples, args.transform_graph)
   tf_transform_output = tft.TFTransformOutput(fn_args.transform_output)

@@ -38,8 +38,7 @@ def build_parser() -> argparse.ArgumentParser:
   run.add_argument('--output', default='outputs/run',
                    help='output directory (pipeline root, MLMD, model, logs)')
   data_options.add_arguments(run)
-  training_options.add(run, 'epochs', 'model', 'hub_model_path',
-                       'learning_rate', 'input_cache_mb')
+  training_options.add(run, *training_options.RUN_OPTIONS)
   run.add_argument('--auc-threshold', type=float,
                    default=conventions.DEFAULT_AUC_THRESHOLD,
                    help='Evaluator blesses (and Pusher pushes) at or above')
@@ -119,11 +118,7 @@ def cmd_detect(args: argparse.Namespace) -> int:
   from tfx_autostrategy.distribute import distribution_plan  # pylint: disable=g-import-not-at-top
   try:
     _, plan, _ = distribution_plan.resolve(
-        args.accelerator, args.per_replica_batch_size,
-        precision=args.precision,
-        steps_per_execution=args.steps_per_execution,
-        jit_compile=args.jit_compile,
-        backup_every_steps=args.backup_every_steps)
+        training_options.settings_from(args, training_options.PLAN_OPTIONS))
   except (devices.AcceleratorNotFoundError, ValueError) as error:
     print(f'error: {error}', file=sys.stderr)
     return EXIT_BAD_INPUT

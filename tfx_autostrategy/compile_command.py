@@ -15,7 +15,7 @@ from tfx_autostrategy.failures import EXIT_FAILED
 from tfx_autostrategy.failures import EXIT_OK
 from tfx_autostrategy.kubeflow import compile_options
 from tfx_autostrategy.kubeflow import scheduling
-from tfx_autostrategy import settings
+from tfx_autostrategy import training_options
 
 
 def run(args: argparse.Namespace) -> int:
@@ -40,9 +40,8 @@ def run(args: argparse.Namespace) -> int:
         id_type=args.id_type,
         serving_model_dir=args.serving_model_dir, presplit=args.presplit,
         service_account=args.service_account,
-        trainer=settings.TrainerSettings(
-            model=args.model, epochs=args.epochs,
-            per_replica_batch_size=args.per_replica_batch_size),
+        trainer=training_options.settings_from(
+            args, ('model', 'epochs', 'per_replica_batch_size')),
         enable_cache=not args.no_cache, spot=args.spot,
         restart_on_worker_restart=args.restart_on_worker_restart,
         job_timeout_seconds=(scheduling.parse_duration(args.job_timeout)

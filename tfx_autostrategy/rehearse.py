@@ -129,7 +129,7 @@ def _run_locked(args: argparse.Namespace, lock: contextlib.ExitStack) -> int:
   from tfx_autostrategy.pipeline import run_lock  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy import rehearse_cluster  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy import rehearse_upstream  # pylint: disable=g-import-not-at-top
-  from tfx_autostrategy import settings  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy import training_options  # pylint: disable=g-import-not-at-top
   out = sys.stdout
   try:
     shape = shape_for(args.accelerator, args.workers)
@@ -140,9 +140,8 @@ def _run_locked(args: argparse.Namespace, lock: contextlib.ExitStack) -> int:
         args.output, command=run_lock.command_line(getattr(args, 'argv',
                                                            None))))
     upstream = rehearse_upstream.prepare_upstream(args.data, args.output, out)
-    trainer_settings = settings.TrainerSettings(
-        model=args.model, epochs=EPOCHS,
-        per_replica_batch_size=args.per_replica_batch_size,
+    trainer_settings = training_options.settings_from(
+        args, ('model', 'per_replica_batch_size'), epochs=EPOCHS,
         accelerator=shape.kind,
         hub_model_path=hub_model_path(args, upstream['text_settings']))
   except (ValueError, OSError, run_lock.RunLockedError) as error:

@@ -19,6 +19,7 @@ from tfx_autostrategy.preflight import csv_check
 from tfx_autostrategy.preflight import csv_layout
 from tfx_autostrategy.preflight import csv_report
 from tfx_autostrategy import settings
+from tfx_autostrategy import training_options
 
 # Run options that are not settings of the run (shown nowhere in the report).
 _NOT_SETTINGS = ('command', 'argv', 'output', 'json', 'data')
@@ -26,14 +27,8 @@ _NOT_SETTINGS = ('command', 'argv', 'output', 'json', 'data')
 
 def trainer_settings(args: argparse.Namespace) -> settings.TrainerSettings:
   """The Trainer's settings from `run`'s options (validated there)."""
-  return settings.TrainerSettings(
-      model=args.model, epochs=args.epochs,
-      per_replica_batch_size=args.per_replica_batch_size,
-      learning_rate=args.learning_rate, accelerator=args.accelerator,
-      steps_per_execution=args.steps_per_execution,
-      precision=args.precision, jit_compile=args.jit_compile,
-      backup_every_steps=args.backup_every_steps,
-      input_cache_mb=args.input_cache_mb,
+  return training_options.settings_from(
+      args, training_options.RUN_OPTIONS + training_options.PLAN_OPTIONS,
       hub_model_path=os.path.abspath(args.hub_model_path)
       if args.hub_model_path else '')
 

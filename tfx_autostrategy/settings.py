@@ -30,6 +30,8 @@ MODELS = ('bow', 'transformer', 'hub')
 ACCELERATORS = ('auto', 'tpu', 'gpu', 'cpu')
 TOKENIZERS = ('words', 'sentencepiece', 'pretrained')
 JIT_COMPILE_CHOICES = ('auto', 'on', 'off')
+# Keras mixed precision policies a Trainer (and a converted checkpoint) runs.
+PRECISIONS = ('float32', 'mixed_float16', 'mixed_bfloat16')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -120,7 +122,7 @@ class TrainerSettings:
       pretrained encoder).
     accelerator: one of `ACCELERATORS`.
     steps_per_execution: Keras steps per tf.function call (0 = device default).
-    precision: mixed precision policy ('' = device default).
+    precision: one of `PRECISIONS` ('' = device default).
     hub_model_path: SavedModel directory of a pretrained encoder (model=hub).
     input_cache_mb: memory for keeping decoded examples after the first epoch
       (train first, then eval); a split that does not fit is streamed from
@@ -155,6 +157,12 @@ class TrainerSettings:
     if self.per_replica_batch_size < 1:
       raise ValueError(
           f'per_replica_batch_size must be >= 1, got {self.per_replica_batch_size}')
+    if self.steps_per_execution < 0:
+      raise ValueError(
+          f'steps_per_execution must be >= 0, got {self.steps_per_execution}')
+    if self.precision and self.precision not in PRECISIONS:
+      raise ValueError(f'precision must be one of {PRECISIONS} or empty, got '
+                       f'{self.precision!r}')
     if self.learning_rate < 0:
       raise ValueError(f'learning_rate must be >= 0, got {self.learning_rate}')
     if self.input_cache_mb < 0:
@@ -164,8 +172,8 @@ class TrainerSettings:
       raise ValueError(f'jit_compile must be one of {JIT_COMPILE_CHOICES}, '
                        f'got {self.jit_compile!r}')
     if self.backup_every_steps < -1:
-      raise ValueError('backup_every_steps must be >= 0, or -1 for the device '
-                       f'default, got {self.backup_every_steps}')
+      raise ValueError('backup_every_steps must be >= 0 (or -1 for the device '
+                       f'default), got {self.backup_every_steps}')
     if self.model == 'hub' and not self.hub_model_path:
       raise ValueError('model=hub needs hub_model_path')
 

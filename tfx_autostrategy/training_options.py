@@ -7,7 +7,8 @@ help, in every command. Values are checked once, by `settings.TrainerSettings`.
 """
 
 import argparse
-from typing import Any, Callable, Dict, Tuple
+import dataclasses
+from typing import Any, Callable, Dict, Sequence, Tuple
 
 from tfx_autostrategy import settings
 
@@ -55,6 +56,9 @@ _OPTIONS: Dict[str, _Option] = {
 PLAN_OPTIONS = ('accelerator', 'cpu_replicas', 'per_replica_batch_size',
                 'precision', 'steps_per_execution', 'jit_compile',
                 'backup_every_steps')
+# What `run` takes besides: the model and how it trains.
+RUN_OPTIONS = ('epochs', 'model', 'hub_model_path', 'learning_rate',
+               'input_cache_mb')
 
 
 def add(parser: argparse.ArgumentParser, *names: str,
@@ -73,3 +77,25 @@ def add(parser: argparse.ArgumentParser, *names: str,
     if name in helps:
       kwargs['help'] = helps[name]
     parser.add_argument(flag, **kwargs)
+
+
+def settings_from(args: argparse.Namespace, names: Sequence[str],
+                  **overrides: Any) -> settings.TrainerSettings:
+  """The `TrainerSettings` of the options `names` a command parsed.
+
+  The one place a command's options become settings, and so the one check
+  of their values (`settings.TrainerSettings` raises ValueError, which the
+  commands print as `error: ...`).
+
+  Args:
+    args: the parsed options.
+    names: keys of the table the command added (`add`); those that are not
+      `TrainerSettings` fields (`cpu_replicas`: how this process splits its
+      CPU, `tf_env.prepare`) are skipped.
+    **overrides: settings the command sets itself (e.g. `rehearse`'s epochs
+      and accelerator, an absolute `hub_model_path`).
+  """
+  fields = {f.name for f in dataclasses.fields(settings.TrainerSettings)}
+  values = {name: getattr(args, name) for name in names if name in fields}
+  values.update(overrides)
+  return settings.TrainerSettings(**values)

@@ -1,7 +1,8 @@
 """Executor of AutoStrategyTrainer: the stock generic executor plus settings.
 
-It parses the component's two settings parameters (`spec.py`) and hands them
-to `run_fn` as plain dicts in `custom_config`, derives example counts from the
+It hands the component's two settings parameters (`spec.py`, JSON) to
+`run_fn` unchanged in `custom_config`, where `run_fn` parses them once
+(`trainer_module.settings_from_config`), derives example counts from the
 statistics artifact (the stock Trainer cannot size epochs from data;
 tensorflow/tfx#1355, #2810), rejects labels outside {0, 1} before training,
 picks a resumable backup directory, and lets non-chief workers finish without
@@ -36,20 +37,9 @@ class LabelError(ValueError):
   """Labels outside the allowed values (accelerators would turn them into NaN)."""
 
 
-def trainer_settings_from(exec_properties: Dict[str, Any]
-                         ) -> settings_lib.TrainerSettings:
-  """Parses the component's `trainer_settings` parameter."""
-  return settings_lib.from_json(
-      settings_lib.TrainerSettings,
-      exec_properties.get(spec.TRAINER_SETTINGS_KEY) or '{}')
-
-
-def text_settings_from(exec_properties: Dict[str, Any]
-                      ) -> settings_lib.TextSettings:
-  """Parses the component's `text_settings` parameter."""
-  return settings_lib.from_json(
-      settings_lib.TextSettings,
-      exec_properties.get(spec.TEXT_SETTINGS_KEY) or '{}')
+def _settings_json(exec_properties: Dict[str, Any], key: str) -> str:
+  """A settings parameter as the component carries it (JSON; '{}' if unset)."""
+  return exec_properties.get(key) or '{}'
 
 
 def example_counts(statistics: types.Artifact) -> Dict[str, int]:
@@ -118,18 +108,19 @@ class Executor(trainer_executor.GenericExecutor):
          output_dict: Dict[str, List[types.Artifact]],
          exec_properties: Dict[str, Any]) -> None:
     self._log_startup(input_dict, output_dict, exec_properties)
-    trainer_settings = trainer_settings_from(exec_properties)
-    text_settings = text_settings_from(exec_properties)
-
     custom_config = json_utils.loads(
         exec_properties.get(std.CUSTOM_CONFIG_KEY) or 'null') or {}
-    custom_config[trainer_module.TRAINER_KEY] = settings_lib.to_dict(
-        trainer_settings)
-    custom_config[trainer_module.TEXT_KEY] = settings_lib.to_dict(
-        text_settings)
+    custom_config[trainer_module.TRAINER_KEY] = _settings_json(
+        exec_properties, spec.TRAINER_SETTINGS_KEY)
+    custom_config[trainer_module.TEXT_KEY] = _settings_json(
+        exec_properties, spec.TEXT_SETTINGS_KEY)
     statistics = input_dict.get(spec.STATISTICS_KEY)
     if statistics:
-      check_labels(statistics[0], text_settings.label_column)
+      # The one field read before run_fn: which raw column holds the labels.
+      label_column = settings_lib.from_json(
+          settings_lib.TextSettings,
+          custom_config[trainer_module.TEXT_KEY]).label_column
+      check_labels(statistics[0], label_column)
       custom_config[trainer_module.EXAMPLE_COUNTS_KEY] = example_counts(
           statistics[0])
     custom_config[trainer_module.BACKUP_DIR_KEY] = backup_dir_for(
@@ -139,7 +130,8 @@ class Executor(trainer_executor.GenericExecutor):
     exec_properties[std.CUSTOM_CONFIG_KEY] = json_utils.dumps(custom_config)
     fn_args = self._GetFnArgs(input_dict, output_dict, exec_properties)
     run_fn = udf_utils.get_fn(exec_properties, 'run_fn')
-    absl.logging.info('Training model with %s.', trainer_settings)
+    absl.logging.info('Training model with %s.',
+                      custom_config[trainer_module.TRAINER_KEY])
     run_fn(fn_args)
 
     if (cluster.chief_from_environ()

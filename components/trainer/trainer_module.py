@@ -139,11 +139,6 @@ def run_fn(fn_args) -> None:
   trainer_settings = apply_hyperparameters(
       trainer_settings, getattr(fn_args, 'hyperparameters', None))
   custom_config = fn_args.custom_config or {}
-  plan_options = dict(
-      precision=trainer_settings.precision,
-      steps_per_execution=trainer_settings.steps_per_execution,
-      jit_compile=trainer_settings.jit_compile,
-      backup_every_steps=trainer_settings.backup_every_steps)
   stand_ins = None
   host, hosts = devices.tpu_slice_host()
   if hosts > 1 and host and not custom_config.get(REHEARSAL_KEY):
@@ -156,11 +151,9 @@ def run_fn(fn_args) -> None:
   if custom_config.get(REHEARSAL_KEY):
     strategy, plan, info, stand_ins = rehearsal.resolve(
         rehearsal.MachineShape.from_dict(custom_config[REHEARSAL_KEY]),
-        trainer_settings.per_replica_batch_size, **plan_options)
+        trainer_settings)
   else:
-    strategy, plan, info = distribution_plan.resolve(
-        trainer_settings.accelerator,
-        trainer_settings.per_replica_batch_size, **plan_options)
+    strategy, plan, info = distribution_plan.resolve(trainer_settings)
   logging.info('autostrategy: %s', json.dumps(plan.to_dict(), sort_keys=True))
   if plan.is_chief:
     _write_plan(plan, stand_ins, fn_args.model_run_dir)

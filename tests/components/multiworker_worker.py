@@ -17,6 +17,7 @@ import sys
 
 from tfx_autostrategy.distribute import cpu_replicas as cpu_replicas_lib
 from tfx_autostrategy.distribute import distribution_plan
+from tfx_autostrategy import settings
 
 PER_REPLICA_BATCH_SIZE = 4
 STEPS_PER_EPOCH = 5
@@ -36,7 +37,8 @@ def main(argv):
   from tfx_autostrategy.components.trainer import export  # pylint: disable=g-import-not-at-top
 
   strategy, plan, info = distribution_plan.resolve(
-      'auto', PER_REPLICA_BATCH_SIZE, collective_timeout_seconds=timeout)
+      settings.TrainerSettings(per_replica_batch_size=PER_REPLICA_BATCH_SIZE),
+      collective_timeout_seconds=timeout)
 
   rng = np.random.default_rng(0)
   rows = plan.global_batch_size * STEPS_PER_EPOCH

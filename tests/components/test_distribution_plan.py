@@ -12,13 +12,15 @@ import pytest
 from tfx_autostrategy.distribute import devices
 from tfx_autostrategy.distribute import distribution_plan
 from tfx_autostrategy.distribute import strategies
+from tfx_autostrategy.settings import TrainerSettings
 
 from accelerator_fakes import cpu_only, two_gpus, FakeStrategy, Recorder  # pylint: disable=g-bad-import-order
 
 
 def test_default_cpu_is_real_default_strategy():
-  strategy, plan, info = distribution_plan.resolve('auto', 16, environ={},
-                                             dev_dir='/nonexistent')
+  strategy, plan, info = distribution_plan.resolve(
+      TrainerSettings(per_replica_batch_size=16), environ={},
+      dev_dir='/nonexistent')
   assert info.kind == 'cpu'
   assert info.is_chief and info.num_workers == 1
   assert plan.strategy == 'DefaultStrategy'
@@ -42,7 +44,8 @@ def test_tpu_branch_with_injected_fakes(caplog):
                 list_devices=cpu_only, tpu_initializer=recorder.initializer,
                 strategy_factory=recorder.strategy_factory)
   with caplog.at_level(logging.WARNING):
-    strategy, plan, info = distribution_plan.resolve('auto', 12, **kwargs)
+    strategy, plan, info = distribution_plan.resolve(
+        TrainerSettings(per_replica_batch_size=12), **kwargs)
   assert recorder.resolver_calls == [{'tpu': 'my-tpu'}]
   assert info.kind == 'tpu' and "TPU_NAME='my-tpu'" in info.reason
   assert strategy.name == 'TPUStrategy'
@@ -69,13 +72,15 @@ def test_tpu_branch_with_injected_fakes(caplog):
 
   caplog.clear()
   with caplog.at_level(logging.WARNING):
-    plan = distribution_plan.plan_for(info, strategy, 16, precision='float32',
-                                steps_per_execution=64)
+    plan = distribution_plan.plan_for(info, strategy, TrainerSettings(
+        per_replica_batch_size=16, precision='float32',
+        steps_per_execution=64))
   assert not [r for r in caplog.records if 'rounded up' in r.message]
   assert (plan.precision, plan.steps_per_execution) == ('float32', 64)
   assert plan.adjustments == ()
   with pytest.raises(ValueError, match='jit_compile=off is impossible on TPU'):
-    distribution_plan.plan_for(info, strategy, 16, jit_compile='off')
+    distribution_plan.plan_for(info, strategy, TrainerSettings(
+        per_replica_batch_size=16, jit_compile='off'))
 
 
 def test_gpu_strategies_with_injected_devices():
@@ -87,7 +92,7 @@ def test_gpu_strategies_with_injected_devices():
       info, strategy_factory=recorder.strategy_factory)
   assert strategy.name == 'MirroredStrategy'
   assert strategy.kwargs == {'devices': ['/device:GPU:0', '/device:GPU:1']}
-  plan = distribution_plan.plan_for(info, strategy, 32)
+  plan = distribution_plan.plan_for(info, strategy, TrainerSettings())
   assert plan.global_batch_size == 64
   assert plan.steps_per_execution == distribution_plan.GPU_STEPS_PER_EXECUTION
 
@@ -120,15 +125,19 @@ def test_gpu_precision_follows_compute_capability(capability, expected):
   assert distribution_plan.default_precision(gpu_info(capability)) == expected
 
 
-def test_plan_validates_overrides():
+def test_plan_takes_the_overrides_and_the_device_defaults():
   info = gpu_info((8, 0))
   strategy = FakeStrategy('MirroredStrategy', 2, {})
-  with pytest.raises(ValueError, match="precision must be one of .*'fp8'"):
-    distribution_plan.plan_for(info, strategy, 8, precision='fp8')
-  with pytest.raises(ValueError, match='per_replica_batch_size must be >= 1'):
-    distribution_plan.plan_for(info, strategy, 0)
-  with pytest.raises(ValueError, match='steps_per_execution must be >= 0'):
-    distribution_plan.plan_for(info, strategy, 8, steps_per_execution=-1)
+  plan = distribution_plan.plan_for(info, strategy, TrainerSettings(
+      per_replica_batch_size=12, precision='mixed_bfloat16',
+      steps_per_execution=7, jit_compile='off', backup_every_steps=50))
+  assert (plan.per_replica_batch_size, plan.global_batch_size) == (12, 24)
+  assert (plan.precision, plan.steps_per_execution) == ('mixed_bfloat16', 7)
+  assert (plan.jit_compile, plan.backup_every_steps) == (False, 50)
+  plan = distribution_plan.plan_for(info, strategy, TrainerSettings())
+  assert (plan.precision, plan.steps_per_execution) == (
+      'mixed_float16', distribution_plan.GPU_STEPS_PER_EXECUTION)
+  assert (plan.jit_compile, plan.backup_every_steps) == (True, 0)
 
 
 def test_apply_precision_sets_the_keras_policy():
@@ -139,5 +148,3 @@ def test_apply_precision_sets_the_keras_policy():
   finally:
     distribution_plan.apply_precision('float32')
   assert tf.keras.mixed_precision.global_policy().name == 'float32'
-  with pytest.raises(ValueError, match="got 'half'"):
-    distribution_plan.apply_precision('half')

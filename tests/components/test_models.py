@@ -28,10 +28,10 @@ SCRIPT = textwrap.dedent("""
                                  char_ngram_length=24)
     trainer = settings.TrainerSettings(model=name, hub_model_path=hub_path,
                                        per_replica_batch_size=8,
+                                       accelerator='cpu',
                                        precision=precision,
                                        learning_rate=float(learning_rate))
-    strategy, plan, _ = distribution_plan.resolve(
-        'cpu', trainer.per_replica_batch_size, precision=precision)
+    strategy, plan, _ = distribution_plan.resolve(trainer)
     rng = np.random.default_rng(0)
     n = plan.global_batch_size * 6
     ids = rng.integers(1, text.word_vocab_size, size=(n, text.sequence_length))

@@ -59,7 +59,8 @@ ONE_DEVICE = PRELUDE + textwrap.dedent("""
           'cpu', environ={}, dev_dir='/nonexistent',
           list_devices=lambda: ['/device:CPU:0', '/device:GPU:0'])
       strategy = strategies.strategy_for(info)
-      plan = distribution_plan.plan_for(info, strategy, 8)
+      plan = distribution_plan.plan_for(
+          info, strategy, settings.TrainerSettings(per_replica_batch_size=8))
       check_callbacks = lambda callbacks: None
     else:
       # One T4: its device list is faked; the class `strategy_for` asks for is
@@ -67,7 +68,8 @@ ONE_DEVICE = PRELUDE + textwrap.dedent("""
       # the GPU machine would build.
       shape = rehearsal.MachineShape('nvidia-t4', 'gpu', 1,
                                      compute_capability=(7, 5))
-      strategy, plan, info, stand_ins = rehearsal.resolve(shape, 8)
+      strategy, plan, info, stand_ins = rehearsal.resolve(
+          shape, settings.TrainerSettings(per_replica_batch_size=8))
       check_callbacks = stand_ins.check_callbacks
     trainer = settings.TrainerSettings(model='bow', per_replica_batch_size=8)
     distribution_plan.apply_precision(plan.precision)
@@ -133,7 +135,9 @@ XLA_STEP = PRELUDE + textwrap.dedent("""
     info = devices.AcceleratorInfo(
         kind='tpu', devices=('/device:CPU:0',), num_workers=1, is_chief=True,
         task_type=None, task_id=None, reason='test', compute_capability=None)
-    plan = distribution_plan.plan_for(info, tf.distribute.get_strategy(), 8)
+    plan = distribution_plan.plan_for(
+        info, tf.distribute.get_strategy(),
+        settings.TrainerSettings(per_replica_batch_size=8))
     distribution_plan.apply_precision(plan.precision)
     results = {}
     for name in names:

@@ -190,8 +190,9 @@ def test_remote_executor_gets_every_execution_property(exec_properties,
       args.executor_class_path) is trainer_executor.Executor
   remote_properties = json.loads(args.exec_properties)
   assert remote_properties == exec_properties
-  assert trainer_executor.trainer_settings_from(remote_properties) == (
-      settings_lib.TrainerSettings(accelerator='tpu'))
+  assert settings_lib.from_json(
+      settings_lib.TrainerSettings, remote_properties['trainer_settings']) == (
+          settings_lib.TrainerSettings(accelerator='tpu'))
   assert isinstance(json.loads(remote_properties['trainer_settings'])[
       'per_replica_batch_size'], int)
   assert settings_lib.from_json(

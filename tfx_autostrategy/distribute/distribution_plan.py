@@ -21,8 +21,6 @@ from tfx_autostrategy.distribute import strategies
 from tfx_autostrategy import settings
 
 
-PRECISIONS = ('float32', 'mixed_float16', 'mixed_bfloat16')
-
 # Several steps per tf.function call hide host overhead; on TPU the host loop
 # is the bottleneck for small models, on CPU there is nothing to hide.
 TPU_STEPS_PER_EXECUTION = 32
@@ -156,12 +154,8 @@ def default_steps_per_execution(info: devices.AcceleratorInfo) -> int:
 
 
 def plan_for(info: devices.AcceleratorInfo, strategy: Any,
-             per_replica_batch_size: int,
-             *, precision: str = '',
-             steps_per_execution: int = 0,
-             jit_compile: str = 'auto',
-             backup_every_steps: int = -1,
-             strategy_name: str = '',
+             trainer_settings: settings.TrainerSettings,
+             *, strategy_name: str = '',
              num_replicas: int = 0) -> DistributionPlan:
   """Derives batch sizes, precision, steps_per_execution, XLA and backups.
 
@@ -173,12 +167,10 @@ def plan_for(info: devices.AcceleratorInfo, strategy: Any,
   Args:
     info: result of `detect`.
     strategy: the strategy built for `info`.
-    per_replica_batch_size: examples per replica per step.
-    precision: a policy in `PRECISIONS`, or '' for `default_precision`.
-    steps_per_execution: >= 1, or 0 for `default_steps_per_execution`.
-    jit_compile: 'auto' (`default_jit_compile`), 'on' or 'off'.
-    backup_every_steps: >= 1, 0 for epoch ends only, or -1 for
-      `default_backup_every_steps`.
+    trainer_settings: the (already validated) settings whose
+      `per_replica_batch_size`, `precision`, `steps_per_execution`,
+      `jit_compile` and `backup_every_steps` the plan resolves; '', 0, 'auto'
+      and -1 take the device's default (`default_precision`, ...).
     strategy_name: the strategy's public name, where `strategy` stands in for
       another class (rehearsals); '' names `strategy`'s own class.
     num_replicas: the replicas of the strategy `strategy` stands in for
@@ -189,25 +181,11 @@ def plan_for(info: devices.AcceleratorInfo, strategy: Any,
     The `DistributionPlan`.
 
   Raises:
-    ValueError: a batch size below 1, an unknown precision or jit_compile
-      value, a negative steps_per_execution, 'off' XLA on TPU.
+    ValueError: XLA turned off on TPU (the one setting that is valid or not
+      by the device; `settings.TrainerSettings` checks the rest).
   """
-  if per_replica_batch_size < 1:
-    raise ValueError(
-        f'per_replica_batch_size must be >= 1, got {per_replica_batch_size}')
-  if precision and precision not in PRECISIONS:
-    raise ValueError(f'precision must be one of {PRECISIONS} or empty, got '
-                     f'{precision!r}')
-  if steps_per_execution < 0:
-    raise ValueError(
-        f'steps_per_execution must be >= 0, got {steps_per_execution}')
-  if jit_compile not in settings.JIT_COMPILE_CHOICES:
-    raise ValueError('jit_compile must be one of '
-                     f'{settings.JIT_COMPILE_CHOICES}, got '
-                     f'{jit_compile!r}')
-  if backup_every_steps < -1:
-    raise ValueError('backup_every_steps must be >= 0 (or -1 for the device '
-                     f'default), got {backup_every_steps}')
+  per_replica_batch_size = trainer_settings.per_replica_batch_size
+  jit_compile = trainer_settings.jit_compile
   adjustments = []
   if info.kind == 'tpu':
     if jit_compile == 'off':
@@ -230,14 +208,14 @@ def plan_for(info: devices.AcceleratorInfo, strategy: Any,
       num_replicas=num_replicas,
       per_replica_batch_size=per_replica_batch_size,
       global_batch_size=per_replica_batch_size * num_replicas,
-      precision=precision or default_precision(info),
-      steps_per_execution=steps_per_execution or default_steps_per_execution(
-          info),
+      precision=trainer_settings.precision or default_precision(info),
+      steps_per_execution=(trainer_settings.steps_per_execution
+                           or default_steps_per_execution(info)),
       jit_compile=(default_jit_compile(info) if jit_compile == 'auto'
                    else jit_compile == 'on'),
       backup_every_steps=(default_backup_every_steps(info)
-                          if backup_every_steps == -1
-                          else backup_every_steps),
+                          if trainer_settings.backup_every_steps == -1
+                          else trainer_settings.backup_every_steps),
       adjustments=tuple(adjustments),
       is_chief=info.is_chief,
       num_workers=info.num_workers,
@@ -245,9 +223,7 @@ def plan_for(info: devices.AcceleratorInfo, strategy: Any,
       reason=info.reason)
 
 
-def resolve(accelerator: str = 'auto', per_replica_batch_size: int = 32, *,
-            precision: str = '', steps_per_execution: int = 0,
-            jit_compile: str = 'auto', backup_every_steps: int = -1,
+def resolve(trainer_settings: settings.TrainerSettings, *,
             tpu: str = '',
             environ: Optional[Mapping[str, str]] = None,
             tpu_resolver_factory: Optional[Callable[..., Any]] = None,
@@ -264,10 +240,10 @@ def resolve(accelerator: str = 'auto', per_replica_batch_size: int = 32, *,
   right before building the model, and resets it afterwards.
 
   Args:
-    accelerator, tpu, environ, tpu_resolver_factory, list_devices, dev_dir:
-      see `devices.detect`.
-    per_replica_batch_size, precision, steps_per_execution, jit_compile,
-      backup_every_steps: see `plan_for`.
+    trainer_settings: its `accelerator` is what `devices.detect` insists on;
+      the plan's knobs: see `plan_for`.
+    tpu, environ, tpu_resolver_factory, list_devices, dev_dir: see
+      `devices.detect`.
     tpu_initializer, strategy_factory, collective_timeout_seconds: see
       `strategies.strategy_for`.
 
@@ -278,30 +254,21 @@ def resolve(accelerator: str = 'auto', per_replica_batch_size: int = 32, *,
     devices.AcceleratorNotFoundError: see `devices.detect`.
     ValueError: see `devices.detect` and `plan_for`.
   """
-  info = devices.detect(accelerator, tpu=tpu, environ=environ,
+  info = devices.detect(trainer_settings.accelerator, tpu=tpu, environ=environ,
                         tpu_resolver_factory=tpu_resolver_factory,
                         list_devices=list_devices, dev_dir=dev_dir)
   strategy = strategies.strategy_for(
       info, tpu_initializer=tpu_initializer, strategy_factory=strategy_factory,
       collective_timeout_seconds=collective_timeout_seconds)
-  plan = plan_for(info, strategy, per_replica_batch_size, precision=precision,
-                  steps_per_execution=steps_per_execution,
-                  jit_compile=jit_compile,
-                  backup_every_steps=backup_every_steps)
-  return strategy, plan, info
+  return strategy, plan_for(info, strategy, trainer_settings), info
 
 
 def apply_precision(policy: str) -> None:
   """Sets the global Keras mixed precision policy.
 
   Args:
-    policy: one of `PRECISIONS`.
-
-  Raises:
-    ValueError: unknown policy.
+    policy: one of `settings.PRECISIONS` (a plan's `precision`).
   """
-  if policy not in PRECISIONS:
-    raise ValueError(f'precision must be one of {PRECISIONS}, got {policy!r}')
   import tensorflow as tf  # pylint: disable=g-import-not-at-top
   tf.keras.mixed_precision.set_global_policy(policy)
 

@@ -38,6 +38,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 from tfx_autostrategy.distribute import devices as devices_lib
 from tfx_autostrategy.distribute import distribution_plan
 from tfx_autostrategy.distribute import strategies
+from tfx_autostrategy import settings
 
 # Cloud TPU VM runtimes set this; `detect` reads it as a TPU VM probe.
 _TPU_VM_VARIABLE = 'TPU_ACCELERATOR_TYPE'
@@ -244,9 +245,7 @@ def stand_in_notes(shape: MachineShape) -> List[str]:
   return notes
 
 
-def resolve(shape: MachineShape, per_replica_batch_size: int, *,
-            precision: str = '', steps_per_execution: int = 0,
-            jit_compile: str = 'auto', backup_every_steps: int = -1
+def resolve(shape: MachineShape, trainer_settings: settings.TrainerSettings
            ) -> Tuple[Any, distribution_plan.DistributionPlan,
                       devices_lib.AcceleratorInfo, StandInStrategies]:
   """`distribution_plan.resolve` as it runs on `shape`, with stand-ins.
@@ -279,9 +278,7 @@ def resolve(shape: MachineShape, per_replica_batch_size: int, *,
       strategy_factory=stand_ins)
   intended = stand_ins.intended[0]
   plan = distribution_plan.plan_for(
-      info, strategy, per_replica_batch_size, precision=precision,
-      steps_per_execution=steps_per_execution, jit_compile=jit_compile,
-      backup_every_steps=backup_every_steps,
+      info, strategy, trainer_settings,
       strategy_name='DefaultStrategy' if intended in ('', 'default')
       else intended,
       num_replicas=(shape.accelerators_per_worker * shape.workers

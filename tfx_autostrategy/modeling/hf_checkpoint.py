@@ -47,7 +47,6 @@ CONVERTER_VERSION = 1
 # Where converted encoders are cached unless the caller says otherwise.
 CACHE_ENV = 'AUTOSTRATEGY_ENCODER_CACHE'
 INPUT_NAMES = ('input_word_ids', 'input_mask', 'input_type_ids')
-PRECISIONS = ('float32', 'mixed_bfloat16', 'mixed_float16')
 
 _ACTIVATIONS = {
     'gelu': lambda x: tf.nn.gelu(x, approximate=False),
@@ -475,14 +474,12 @@ def build_encoder(directory: str, precision: str = 'float32'
 
   Args:
     directory: a Hugging Face checkpoint directory.
-    precision: the Keras dtype policy to compute in (one of PRECISIONS).
+    precision: the Keras dtype policy to compute in (a plan's precision, one
+      of `settings.PRECISIONS`).
 
   Raises:
     CheckpointError: see `read_config` and `encoder_weights`.
   """
-  if precision not in PRECISIONS:
-    raise CheckpointError(f'precision must be one of {PRECISIONS}, got '
-                          f'{precision!r}')
   config = read_config(directory)
   weights_path = os.path.join(directory, WEIGHTS_FILE)
   if not tf.io.gfile.exists(weights_path):
