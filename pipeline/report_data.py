@@ -13,6 +13,7 @@ import os
 from typing import Any, Dict, List, Optional
 
 from tfx_autostrategy import conventions
+from tfx_autostrategy.pipeline import mlmd_runs
 
 SUMMARY_FILE = 'summary.json'
 METADATA_FILE = 'metadata.sqlite'
@@ -21,51 +22,6 @@ METADATA_FILE = 'metadata.sqlite'
 def _read_json(path: str):
   with open(path) as f:
     return json.load(f)
-
-
-def _latest_run(metadata_path: str):
-  """(store, {node: [(execution, inputs, outputs)]}) of the latest run.
-
-  inputs and outputs map an event's key (e.g. 'baseline_model') to the
-  artifacts on it.
-  """
-  import ml_metadata as mlmd  # pylint: disable=g-import-not-at-top
-  from tfx import v1 as tfx  # pylint: disable=g-import-not-at-top
-  store = mlmd.MetadataStore(
-      tfx.orchestration.metadata.sqlite_metadata_connection_config(
-          metadata_path))
-  runs = store.get_contexts_by_type('pipeline_run')
-  if not runs:
-    return store, {}
-  latest = max(runs, key=lambda c: (c.create_time_since_epoch, c.id))
-  node_names = {c.id: c.name.split('.')[-1]
-                for c in store.get_contexts_by_type('node')}
-  types = {t.id: t.name for t in store.get_artifact_types()}
-  nodes: Dict[str, Dict[str, Dict[str, list]]] = {}
-  for execution in store.get_executions_by_context(latest.id):
-    node = next((node_names[c.id]
-                 for c in store.get_contexts_by_execution(execution.id)
-                 if c.id in node_names), str(execution.id))
-    sides = {'inputs': {}, 'outputs': {}}
-    events = store.get_events_by_execution_ids([execution.id])
-    artifacts = {a.id: a for a in store.get_artifacts_by_id(
-        [e.artifact_id for e in events])}
-    for event in events:
-      side = ('outputs' if event.type == mlmd.proto.Event.OUTPUT else
-              'inputs' if event.type == mlmd.proto.Event.INPUT else None)
-      if side is None or event.artifact_id not in artifacts:
-        continue
-      key = next((s.key for s in event.path.steps if s.key), '')
-      artifact = artifacts[event.artifact_id]
-      sides[side].setdefault(key, []).append((types.get(artifact.type_id),
-                                              artifact))
-    nodes[node] = sides
-  return store, nodes
-
-
-def _artifact(nodes, node: str, side: str, key: str):
-  found = nodes.get(node, {}).get(side, {}).get(key) or []
-  return found[-1][1] if found else None
 
 
 def _tfx_artifact(mlmd_artifact, artifact_class):
@@ -152,16 +108,26 @@ def collect(output_dir: str) -> Dict[str, Any]:
   facts['components'] = sorted(
       facts['components'],
       key=lambda c: order.get(c.get('component'), len(order)))
-  nodes: Dict[str, Any] = {}
+  nodes: Dict[str, mlmd_runs.NodeExecution] = {}
 
   def metadata():
-    nodes.update(_latest_run(metadata_path)[1])
+    try:
+      _, executions = mlmd_runs.latest_run(metadata_path)
+    except LookupError:  # A store the run created, but no run recorded yet.
+      return
+    nodes.update((record.node, record) for record in executions)
   attempt('metadata', metadata)
+
+  def artifact(node: str, side: str, key: str):
+    record = nodes.get(node)
+    if record is None:
+      return None
+    return record.input(key) if side == 'inputs' else record.output(key)
 
   def rows():
     from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
     from tfx_autostrategy.components.trainer import executor  # pylint: disable=g-import-not-at-top
-    stats = _artifact(nodes, p.STATISTICS_GEN, 'outputs', 'statistics')
+    stats = artifact(p.STATISTICS_GEN, 'outputs', 'statistics')
     if stats is not None:
       facts['rows'] = executor.example_counts(
           _tfx_artifact(stats, standard_artifacts.ExampleStatistics))
@@ -170,14 +136,14 @@ def collect(output_dir: str) -> Dict[str, Any]:
   def anomalies():
     from tfx.types import standard_artifacts  # pylint: disable=g-import-not-at-top
     from tfx_autostrategy.components.gate import component as gate  # pylint: disable=g-import-not-at-top
-    found = _artifact(nodes, p.EXAMPLE_VALIDATOR, 'outputs', 'anomalies')
+    found = artifact(p.EXAMPLE_VALIDATOR, 'outputs', 'anomalies')
     if found is not None:
       facts['anomalies'] = gate.describe_anomalies(
           _tfx_artifact(found, standard_artifacts.ExampleAnomalies))
   attempt('anomalies', anomalies)
 
   def trainer():
-    model_run = _artifact(nodes, p.TRAINER, 'outputs', 'model_run')
+    model_run = artifact(p.TRAINER, 'outputs', 'model_run')
     if model_run is None:
       return
     facts['model_run'] = model_run.uri
@@ -190,16 +156,16 @@ def collect(output_dir: str) -> Dict[str, Any]:
   attempt('trainer', trainer)
 
   def evaluator():
-    baseline = _artifact(nodes, p.EVALUATOR, 'inputs', 'baseline_model')
+    baseline = artifact(p.EVALUATOR, 'inputs', 'baseline_model')
     facts['baseline_model'] = baseline.uri if baseline is not None else None
-    candidate = _artifact(nodes, p.EVALUATOR, 'inputs', 'model')
+    candidate = artifact(p.EVALUATOR, 'inputs', 'model')
     if (baseline is None and candidate is not None and
         facts['summary'].get('baseline_metrics')):
       # MLMD keeps one input event per artifact: when the serving model is
       # the candidate itself (a cached Trainer), only 'model' is recorded.
       facts['baseline_model'] = candidate.uri
       facts['baseline_is_candidate'] = True
-    evaluation = _artifact(nodes, p.EVALUATOR, 'outputs', 'evaluation')
+    evaluation = artifact(p.EVALUATOR, 'outputs', 'evaluation')
     if evaluation is not None:
       facts['plots'] = _eval_plots(evaluation.uri)
   attempt('evaluation plots', evaluator)

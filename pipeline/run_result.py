@@ -16,6 +16,7 @@ from typing import Any, Dict, List, Optional
 
 from tfx_autostrategy.pipeline import atomic_io
 from tfx_autostrategy.pipeline import config as config_lib
+from tfx_autostrategy.pipeline import mlmd_runs
 
 
 @dataclasses.dataclass
@@ -108,50 +109,28 @@ def _metrics_from(evaluation_uri: str, model_name: Optional[str] = None):
   return overall, slices, undefined
 
 
-def _latest_run(config: config_lib.PipelineConfig):
-  """MLMD's store, the latest pipeline run's executions, node names by id."""
-  import ml_metadata as mlmd  # pylint: disable=g-import-not-at-top
-  from tfx import v1 as tfx  # pylint: disable=g-import-not-at-top
-  store = mlmd.MetadataStore(
-      tfx.orchestration.metadata.sqlite_metadata_connection_config(
-          config.metadata_path))
-  runs = store.get_contexts_by_type('pipeline_run')
-  if not runs:
-    raise LookupError(f'{config.metadata_path}: no pipeline run recorded')
-  latest = max(runs, key=lambda c: (c.create_time_since_epoch, c.id))
-  node_contexts = {c.id: c.name.split('.')[-1]
-                   for c in store.get_contexts_by_type('node')}
-  return store, store.get_executions_by_context(latest.id), node_contexts
-
-
 def read_result(config: config_lib.PipelineConfig) -> RunResult:
   """Reads the latest run's executions, blessing, metrics and push from MLMD."""
   from ml_metadata.proto import metadata_store_pb2  # pylint: disable=g-import-not-at-top
   from tfx.utils import path_utils  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.pipeline import pipeline as pipeline_lib  # pylint: disable=g-import-not-at-top
-  store, executions, node_contexts = _latest_run(config)
+  _, executions = mlmd_runs.latest_run(config.metadata_path)
   state_names = metadata_store_pb2.Execution.State
-  components, outputs = [], {}
-  for execution in executions:
-    node = next((node_contexts[c.id]
-                 for c in store.get_contexts_by_execution(execution.id)
-                 if c.id in node_contexts), str(execution.id))
+  components, by_node = [], {}
+  for record in executions:
+    execution = record.execution
     seconds = None
     created = execution.create_time_since_epoch
     updated = execution.last_update_time_since_epoch
     if created and updated:
       seconds = (updated - created) / 1000.0
     components.append(ComponentRun(
-        node, state_names.Name(execution.last_known_state), seconds))
-    events = store.get_events_by_execution_ids([execution.id])
-    output_ids = [e.artifact_id for e in events
-                  if e.type == metadata_store_pb2.Event.OUTPUT]
-    outputs[node] = store.get_artifacts_by_id(output_ids)
+        record.node, state_names.Name(execution.last_known_state), seconds))
+    by_node[record.node] = record
 
   def artifact_of(node, type_name):
-    type_ids = {t.id for t in store.get_artifact_types() if t.name == type_name}
-    found = [a for a in outputs.get(node, []) if a.type_id in type_ids]
-    return found[-1] if found else None
+    record = by_node.get(node)
+    return record.output_of_type(type_name) if record else None
 
   blessing = artifact_of(pipeline_lib.EVALUATOR, 'ModelBlessing')
   blessed = bool(blessing and blessing.custom_properties['blessed'].int_value)
@@ -186,18 +165,14 @@ def cancel_running(config: config_lib.PipelineConfig) -> List[str]:
   CACHED executions) and reruns that component.
   """
   from ml_metadata.proto import metadata_store_pb2  # pylint: disable=g-import-not-at-top
-  store, executions, node_contexts = _latest_run(config)
-  running = [e for e in executions if e.last_known_state ==
+  store, executions = mlmd_runs.latest_run(config.metadata_path)
+  running = [r for r in executions if r.execution.last_known_state ==
              metadata_store_pb2.Execution.RUNNING]
-  names = []
-  for execution in running:
-    execution.last_known_state = metadata_store_pb2.Execution.CANCELED
-    names.extend(node_contexts[c.id]
-                 for c in store.get_contexts_by_execution(execution.id)
-                 if c.id in node_contexts)
+  for record in running:
+    record.execution.last_known_state = metadata_store_pb2.Execution.CANCELED
   if running:
-    store.put_executions(running)
-  return names
+    store.put_executions([r.execution for r in running])
+  return [r.node for r in running]
 
 
 def _candidate_and_baseline(evaluation_uri: str):

@@ -17,53 +17,34 @@ def _upstream_from_mlmd(metadata_path: str) -> Optional[Dict[str, Any]]:
   """The latest finished Transform, statistics and schema outputs in MLMD."""
   if not os.path.exists(metadata_path):
     return None
-  import ml_metadata as mlmd  # pylint: disable=g-import-not-at-top
-  from ml_metadata.proto import metadata_store_pb2  # pylint: disable=g-import-not-at-top
-  from tfx import v1 as tfx  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.pipeline import mlmd_runs  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.pipeline import pipeline as pipeline_lib  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy import settings  # pylint: disable=g-import-not-at-top
-  store = mlmd.MetadataStore(
-      tfx.orchestration.metadata.sqlite_metadata_connection_config(
-          metadata_path))
-  done = (metadata_store_pb2.Execution.COMPLETE,
-          metadata_store_pb2.Execution.CACHED)
-  type_names = {t.id: t.name for t in store.get_artifact_types()}
 
-  def latest_outputs(node: str):
-    contexts = [c for c in store.get_contexts_by_type('node')
-                if c.name.split('.')[-1] == node]
-    executions = [e for c in contexts
-                  for e in store.get_executions_by_context(c.id)
-                  if e.last_known_state in done]
-    if not executions:
-      return None, None
-    execution = max(executions,
-                    key=lambda e: (e.last_update_time_since_epoch, e.id))
-    outputs = {}
-    for event in store.get_events_by_execution_ids([execution.id]):
-      if event.type != metadata_store_pb2.Event.OUTPUT:
-        continue
-      [artifact] = store.get_artifacts_by_id([event.artifact_id])
-      splits = artifact.properties.get('split_names')
-      outputs[event.path.steps[0].key] = {
-          'type': type_names[artifact.type_id], 'uri': artifact.uri,
-          'splits': json.loads(splits.string_value) if splits else None}
-    return execution, outputs
+  def described(record, key: str) -> Optional[Dict[str, Any]]:
+    """The artifact on output `key` as the Trainer's input dict names it."""
+    if record is None or not record.outputs.get(key):
+      return None
+    type_name, artifact = record.outputs[key][-1]
+    splits = artifact.properties.get('split_names')
+    return {'type': type_name, 'uri': artifact.uri,
+            'splits': json.loads(splits.string_value) if splits else None}
 
-  transform, transformed = latest_outputs(pipeline_lib.TRANSFORM)
-  _, statistics = latest_outputs(pipeline_lib.STATISTICS_GEN)
-  _, schema = latest_outputs(pipeline_lib.SCHEMA_GEN)
-  if not (transformed and statistics and schema):
+  transform = mlmd_runs.latest_finished(metadata_path, pipeline_lib.TRANSFORM)
+  inputs = {
+      'examples': described(transform, 'transformed_examples'),
+      'transform_graph': described(transform, 'transform_graph'),
+      'statistics': described(mlmd_runs.latest_finished(
+          metadata_path, pipeline_lib.STATISTICS_GEN), 'statistics'),
+      'schema': described(mlmd_runs.latest_finished(
+          metadata_path, pipeline_lib.SCHEMA_GEN), 'schema'),
+  }
+  if not all(inputs.values()):
     return None
   custom_config = json.loads(
-      transform.custom_properties['custom_config'].string_value)
+      transform.execution.custom_properties['custom_config'].string_value)
   return {
-      'inputs': {
-          'examples': [transformed['transformed_examples']],
-          'transform_graph': [transformed['transform_graph']],
-          'statistics': [statistics['statistics']],
-          'schema': [schema['schema']],
-      },
+      'inputs': {key: [value] for key, value in inputs.items()},
       'text_settings': settings.from_json(settings.TextSettings,
                                           custom_config['text']),
   }
