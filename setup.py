@@ -75,7 +75,7 @@ setuptools.setup(
         'dill>=0.3.1.1,<0.3.2',
         'tensorflow-text>=2.16.1,<2.17',
         'regex',  # preflight/text_lengths.py (apache-beam requires it too)
-        'matplotlib>=3.5',  # pipeline/report_plots.py: the run report's plots
+        'matplotlib>=3.5',  # tfx_autostrategy/report/plots.py: the run report's plots
         # preflight/token_counts.py: XLM-R pieces for --sequence-length auto.
         'sentencepiece',
     ],

@@ -77,7 +77,7 @@ def eval_config(config: config_lib.PipelineConfig) -> tfma.EvalConfig:
   undefined (`run_result.one_class_reason`).
 
   The confusion-matrix and calibration plots feed the run report
-  (`pipeline/report.py`).
+  (`tfx_autostrategy/report/render.py`).
   """
   slicing_specs = [tfma.SlicingSpec()]
   if config.slice_by_lang and config.text.slice_column:

@@ -15,7 +15,7 @@ import os
 import pytest
 
 from tfx_autostrategy import cli
-from tfx_autostrategy import run_preflight
+from tfx_autostrategy.cli import run_preflight
 
 # 20 training rows: 19 of 'a b c' (3 words, 9 distinct n-grams of lengths
 # 2-5) and one of 30 different words (over 100 distinct n-grams); eval rows

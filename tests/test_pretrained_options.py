@@ -12,7 +12,7 @@ import pytest
 
 from test_length_options import write_comments
 from tfx_autostrategy import cli
-from tfx_autostrategy import run_preflight
+from tfx_autostrategy.cli import run_preflight
 
 # 'hello' is one WordPiece token of MiniLM's (uncased) vocabulary: 37 of
 # them are 39 tokens with [CLS] and [SEP].

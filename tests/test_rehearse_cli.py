@@ -15,8 +15,8 @@ import shutil
 import pytest
 
 from conftest import run_cli
-from tfx_autostrategy import rehearse as rehearse_command
-from tfx_autostrategy import rehearse_cluster
+from tfx_autostrategy.cli import rehearse_command
+from tfx_autostrategy.cli import rehearse_cluster
 
 
 @pytest.fixture(scope='module')

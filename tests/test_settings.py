@@ -10,7 +10,7 @@ import json
 import pytest
 
 from tfx_autostrategy import settings
-from tfx_autostrategy import training_options
+from tfx_autostrategy.cli import training_options
 
 
 @pytest.mark.parametrize('values, message', [

@@ -13,7 +13,6 @@ giving a test a window to kill the process mid-training.
 import argparse
 import json
 import logging
-import os
 import time
 
 from tfx_autostrategy import tf_env  # pylint: disable=g-import-not-at-top

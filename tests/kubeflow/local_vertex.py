@@ -30,7 +30,7 @@ from google.cloud.aiplatform_v1.types import job_service as job_service_pb
 from google.cloud.aiplatform_v1.types import job_state
 from google.rpc import status_pb2
 
-from tfx_autostrategy import rehearse_cluster
+from tfx_autostrategy.cli import rehearse_cluster
 from tfx_autostrategy import tf_env
 
 HOOK = 'local_vertex:job_service'

@@ -3,7 +3,7 @@
 Each case runs the real `autostrategy run` in a subprocess and checks its exit
 status, the last line of stderr (the cause, not Beam's log) and that no model
 was pushed. Exit codes: 0 pushed, 1 a component failed, 2 rejected before
-running, 3 not blessed (see tfx_autostrategy/failures.py and the README's
+running, 3 not blessed (see tfx_autostrategy/cli/failures.py and the README's
 failure-mode table).
 
 Preflight rejections (exit 2) take about a second each: TFX is not imported
@@ -39,7 +39,7 @@ import pytest
 
 from conftest import run_cli
 
-from tfx_autostrategy import failures
+from tfx_autostrategy.cli import failures
 from tfx_autostrategy.preflight import csv_check
 from tfx_autostrategy import sample_data
 

@@ -99,7 +99,7 @@ def test_signal_handled_inside_a_del_still_interrupts_the_run():
 # ProgressHandler that turns LocalDagRunner's log records into events.
 SWALLOWED = '''
 import logging, os, signal, sys, time
-from tfx_autostrategy import console
+from tfx_autostrategy.cli import console
 from tfx_autostrategy.pipeline import interrupts
 from tfx_autostrategy.pipeline import progress_log
 

@@ -17,7 +17,6 @@ from conftest import PIPELINE_RUN_REPLICAS
 from conftest import assert_serves_raw_text
 from conftest import run_cli
 
-from tfx_autostrategy.pipeline import config as config_lib
 from tfx_autostrategy.pipeline import local_runner
 from tfx_autostrategy.pipeline import pipeline as pipeline_lib
 from tfx_autostrategy.pipeline import run_result

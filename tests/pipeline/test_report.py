@@ -16,8 +16,8 @@ import pytest
 from conftest import PIPELINE_RUN_PER_REPLICA_BATCH
 from conftest import PIPELINE_RUN_REPLICAS
 from conftest import run_cli
-from tfx_autostrategy.pipeline import report_data
-from tfx_autostrategy.pipeline import report_plots
+from tfx_autostrategy.report import facts
+from tfx_autostrategy.report import plots
 
 import browser  # pylint: disable=g-bad-import-order
 
@@ -116,7 +116,7 @@ def test_calibration_bins_sum_tfma_buckets_by_lower_threshold():
     return {'lowerThresholdInclusive': low, 'upperThresholdExclusive': 0,
             'numWeightedExamples': rows, 'totalWeightedLabel': label,
             'totalWeightedRefinedPrediction': prediction}
-  bins = report_plots.calibration_bins([
+  bins = plots.calibration_bins([
       bucket(float('-inf'), 1, 0, 0.0), bucket(0.001, 2, 1, 0.01),
       bucket(0.55, 3, 2, 1.7), bucket(0.999, 4, 4, 3.99),
       bucket(1.0, 5, 5, 5.0)], bins=10)
@@ -127,9 +127,9 @@ def test_calibration_bins_sum_tfma_buckets_by_lower_threshold():
 
 
 def test_slice_trust_names_what_is_too_small():
-  assert report_data.slice_trust({'example_count': 99.0, 'mean_label': 0.5},
+  assert facts.slice_trust({'example_count': 99.0, 'mean_label': 0.5},
                                  100, 10) == '99 rows < 100'
-  assert report_data.slice_trust({'example_count': 200.0, 'mean_label': 0.04},
+  assert facts.slice_trust({'example_count': 200.0, 'mean_label': 0.04},
                                  100, 10) == '8 rows of label 1 < 10'
-  assert report_data.slice_trust({'example_count': 200.0, 'mean_label': 0.5},
+  assert facts.slice_trust({'example_count': 200.0, 'mean_label': 0.5},
                                  100, 10) is None

@@ -71,7 +71,7 @@ def test_summary_write_under_a_file_size_limit_keeps_the_old_summary(tmp_path):
   path.write_text('{"status": "pushed"}')
   script = f'''
 import resource, signal, sys
-from tfx_autostrategy import failures
+from tfx_autostrategy.cli import failures
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
 resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
 line = failures.write_summary(None, {str(path)!r}, status='failed',

@@ -1,6 +1,7 @@
-"""`autostrategy run`: preflight, the lock, the pipeline, and its ending.
+"""`autostrategy run`: its options, preflight, the lock, the pipeline, its ending.
 
-The steps live apart: `run_preflight` (options -> settings, checks before
+`add_parser` declares the options (building them imports no TFX). The steps
+of `run` live apart: `run_preflight` (options -> settings, checks before
 TFX is imported), `console` (log capture, progress lines), `run_outcome`
 (summary.json, report, last lines, exit code) and `failures` (exit codes,
 causes).
@@ -14,16 +15,58 @@ import sys
 import time
 from typing import Any, Mapping, Optional
 
-from tfx_autostrategy import console
-from tfx_autostrategy import failures
+from tfx_autostrategy.cli import console
+from tfx_autostrategy.cli import data_options
+from tfx_autostrategy.cli import failures
+from tfx_autostrategy.cli import run_outcome
+from tfx_autostrategy.cli import run_preflight
+from tfx_autostrategy.cli import training_options
+from tfx_autostrategy import conventions
 from tfx_autostrategy.pipeline import interrupts
 from tfx_autostrategy.pipeline import local_runner
 from tfx_autostrategy.pipeline import run_lock
-from tfx_autostrategy import run_outcome
-from tfx_autostrategy import run_preflight
 
 
-def run(args: argparse.Namespace, defaults: Mapping[str, Any]) -> int:
+def add_parser(commands) -> None:
+  """Adds `autostrategy run` to the `commands` subparsers."""
+  run_ = commands.add_parser('run', help='run the whole pipeline locally')
+  run_.add_argument('--data', default='',
+                    help='directory of CSV files (train/ and eval/ '
+                    'subdirectories are used as splits); default: the bundled '
+                    'synthetic sample')
+  run_.add_argument('--output', default='outputs/run',
+                    help='output directory (pipeline root, MLMD, model, logs)')
+  data_options.add_arguments(run_)
+  training_options.add(run_, *training_options.RUN_OPTIONS)
+  run_.add_argument('--auc-threshold', type=float,
+                    default=conventions.DEFAULT_AUC_THRESHOLD,
+                    help='Evaluator blesses (and Pusher pushes) at or above')
+  run_.add_argument('--min-auc-gain', type=float, default=0.0,
+                    help='required AUC gain over the serving (latest blessed) '
+                    'model; 0 = not worse, negative allows a bounded '
+                    'regression; the first run is judged by --auc-threshold '
+                    'alone')
+  run_.add_argument('--allow-anomalies', action='store_true',
+                    help='go on despite ExampleValidator anomalies')
+  run_.add_argument('--no-cache', action='store_true',
+                    help='re-run every component')
+  run_.add_argument('--beam-arg', action='append', default=[],
+                    help='extra Beam pipeline argument (repeatable), e.g. '
+                    '--beam-arg=--direct_running_mode=multi_processing')
+  run_.add_argument('--json', action='store_true',
+                    help='end with one JSON line: pushed_model, blessed, '
+                    'metrics')
+  training_options.add(run_, *training_options.PLAN_OPTIONS)
+
+
+def default_options() -> Mapping[str, Any]:
+  """The options of a bare `autostrategy run`."""
+  parser = argparse.ArgumentParser()
+  add_parser(parser.add_subparsers(dest='command'))
+  return vars(parser.parse_args(['run']))
+
+
+def run(args: argparse.Namespace) -> int:
   """`autostrategy run`.
 
   Checks the data, options and output directory first (exit 2, in a second or
@@ -34,9 +77,8 @@ def run(args: argparse.Namespace, defaults: Mapping[str, Any]) -> int:
 
   Args:
     args: the parsed `run` options.
-    defaults: the options of a bare `autostrategy run` (the report names the
-      settings that differ).
   """
+  defaults = default_options()  # The report names the settings that differ.
   # A first SIGINT / SIGTERM stops the run (one line, summary, exit 130 /
   # 143); a second one exits at once. The lock is released when the run
   # returns, after summary.json is written.

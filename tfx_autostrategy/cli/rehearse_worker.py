@@ -1,8 +1,8 @@
 """One process of an `autostrategy rehearse`: the Trainer's executor, for real.
 
-Usage: python -m tfx_autostrategy.rehearse_worker SPEC_JSON RESULT_JSON
+Usage: python -m tfx_autostrategy.cli.rehearse_worker SPEC_JSON RESULT_JSON
 
-The parent (`tfx_autostrategy.rehearse_cluster`) sets the environment this
+The parent (`tfx_autostrategy.cli.rehearse_cluster`) sets the environment this
 process would have on the machine being rehearsed — the logical CPU devices
 that stand in for its GPUs or TPU cores (`AUTOSTRATEGY_CPU_REPLICAS`), and for
 several workers the CLUSTER_SPEC and TF_CONFIG that Vertex AI writes — and

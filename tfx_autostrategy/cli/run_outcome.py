@@ -9,8 +9,8 @@ import json
 import sys
 from typing import Any, Dict, Optional, TextIO, Tuple
 
-from tfx_autostrategy import console
-from tfx_autostrategy import failures
+from tfx_autostrategy.cli import console
+from tfx_autostrategy.cli import failures
 
 
 def print_summary(result, out: TextIO) -> None:
@@ -60,10 +60,10 @@ def write_report(output_dir: str, log_path: str, out: TextIO
     The report's path and the run's model_run directory (TensorBoard logs);
     None for what is not there.
   """
-  from tfx_autostrategy.pipeline import report  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.report import render  # pylint: disable=g-import-not-at-top
   try:
     with console.logs_to_file(log_path):
-      path, facts = report.write_report(output_dir)
+      path, facts = render.write_report(output_dir)
   except Exception as error:  # pylint: disable=broad-except
     print(f'warning: no report written: {failures.error_text(error)}',
           file=out)

@@ -25,7 +25,7 @@ import sys
 import time
 from typing import Any, Dict, List
 
-from tfx_autostrategy import failures
+from tfx_autostrategy.cli import failures
 
 DEFAULT_OUTPUT = 'outputs/rehearse'
 # Epochs of a rehearsal: two, so that every epoch-boundary callback fires and
@@ -33,11 +33,14 @@ DEFAULT_OUTPUT = 'outputs/rehearse'
 EPOCHS = 2
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-  """The options of `autostrategy rehearse`."""
-  from tfx_autostrategy import compile_command_parser  # pylint: disable=g-import-not-at-top
-  from tfx_autostrategy import training_options  # pylint: disable=g-import-not-at-top
-  compile_command_parser.add_machine_argument(parser, required=True)
+def add_parser(commands) -> None:
+  """Adds `autostrategy rehearse` to the `commands` subparsers."""
+  from tfx_autostrategy.cli import compile_command  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.cli import training_options  # pylint: disable=g-import-not-at-top
+  parser = commands.add_parser(
+      'rehearse', help='train, export and serve as a Trainer machine '
+      '(GPU, TPU, several workers) would, on this CPU with stand-ins')
+  compile_command.add_machine_argument(parser, required=True)
   parser.add_argument('--workers', type=int, default=1,
                       help='machines training together, chief included')
   parser.add_argument('--data', default='',
@@ -127,9 +130,9 @@ def _run_locked(args: argparse.Namespace, lock: contextlib.ExitStack) -> int:
   from tfx_autostrategy.distribute import distribution_plan  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.pipeline import local_runner  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.pipeline import run_lock  # pylint: disable=g-import-not-at-top
-  from tfx_autostrategy import rehearse_cluster  # pylint: disable=g-import-not-at-top
-  from tfx_autostrategy import rehearse_upstream  # pylint: disable=g-import-not-at-top
-  from tfx_autostrategy import training_options  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.cli import rehearse_cluster  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.cli import rehearse_upstream  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.cli import training_options  # pylint: disable=g-import-not-at-top
   out = sys.stdout
   try:
     shape = shape_for(args.accelerator, args.workers)

@@ -11,7 +11,7 @@ import dataclasses
 import os
 from typing import Any, Dict, Mapping
 
-from tfx_autostrategy import data_options
+from tfx_autostrategy.cli import data_options
 from tfx_autostrategy.pipeline import config as config_lib
 from tfx_autostrategy.pipeline import local_runner
 from tfx_autostrategy.pipeline import run_lock
@@ -19,7 +19,7 @@ from tfx_autostrategy.preflight import csv_check
 from tfx_autostrategy.preflight import csv_layout
 from tfx_autostrategy.preflight import csv_report
 from tfx_autostrategy import settings
-from tfx_autostrategy import training_options
+from tfx_autostrategy.cli import training_options
 
 # Run options that are not settings of the run (shown nowhere in the report).
 _NOT_SETTINGS = ('command', 'argv', 'output', 'json', 'data')

@@ -1,6 +1,6 @@
 """The worker processes of one `autostrategy rehearse`, and serving the export.
 
-`run_workers` starts `tfx_autostrategy.rehearse_worker` (the Trainer's
+`run_workers` starts `tfx_autostrategy.cli.rehearse_worker` (the Trainer's
 executor, for real) once per worker of the machine shape, each with the
 logical CPU devices that stand in for its GPUs or TPU cores and, for several
 workers, the CLUSTER_SPEC and TF_CONFIG Vertex AI writes
@@ -17,7 +17,7 @@ import time
 from typing import Any, Dict, List
 
 from tfx_autostrategy import conventions
-from tfx_autostrategy import failures
+from tfx_autostrategy.cli import failures
 from tfx_autostrategy import tf_env
 
 SERVE_TEXTS = ('you are a stupid idiot', 'thank you for the kind help', '')
@@ -123,7 +123,7 @@ def run_workers(shape, upstream: Dict[str, Any], trainer_settings,
     log_path = os.path.join(run_dir, f'worker-{index}.log')
     with open(log_path, 'w') as log:
       process = subprocess.Popen(
-          [sys.executable, '-m', 'tfx_autostrategy.rehearse_worker',
+          [sys.executable, '-m', 'tfx_autostrategy.cli.rehearse_worker',
            spec_path, result_path], stdout=log, stderr=subprocess.STDOUT,
           env=env)
     processes.append((process, result_path, log_path))

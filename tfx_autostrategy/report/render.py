@@ -2,7 +2,7 @@
 
 The run, the distribution plan, training curves, ROC / precision-recall /
 calibration from TFMA's plot metrics, the per-slice table, the blessing and
-the anomalies, from what `report_data.collect` gathers. Pictures are PNGs
+the anomalies, from what `facts.collect` gathers. Pictures are PNGs
 drawn with matplotlib (Agg, no display) and embedded as data URIs; the page
 loads nothing and runs no JavaScript.
 """
@@ -12,8 +12,8 @@ import os
 from typing import Any, Dict, Optional, Sequence, Tuple
 
 from tfx_autostrategy.pipeline import atomic_io
-from tfx_autostrategy.pipeline import report_data
-from tfx_autostrategy.pipeline import report_plots
+from tfx_autostrategy.report import facts as facts_lib
+from tfx_autostrategy.report import plots as plots_lib
 
 REPORT_FILE = 'report.html'
 # Slices with fewer rows, or fewer rows of either label, are marked as too
@@ -63,7 +63,7 @@ def _missing(facts: Dict[str, Any], part: str, what: str) -> str:
 
 
 def render(facts: Dict[str, Any]) -> str:
-  """The report's HTML for `facts` (from `report_data.collect`)."""
+  """The report's HTML for `facts` (from `facts.collect`)."""
   summary = facts['summary']
   status = summary.get('status', 'unknown')
   metrics = summary.get('metrics') or {}
@@ -120,7 +120,7 @@ def render(facts: Dict[str, Any]) -> str:
   if history:
     parts.append('<div class="figs">' + ''.join(
         f'<img alt="training curve" src="{uri}">'
-        for uri in report_plots.training_curves(history)) + '</div>')
+        for uri in plots_lib.training_curves(history)) + '</div>')
     keys = [k for k in ('loss', 'auc', 'val_loss', 'val_auc',
                         'examples_per_second') if any(k in h for h in history)]
     parts.append(_table(['epoch'] + keys, [
@@ -139,7 +139,7 @@ def render(facts: Dict[str, Any]) -> str:
     parts.append(_table(('metric', 'value'), [
         (_e(k), _n(v)) for k, v in sorted(metrics.items())], numeric=(1,)))
   plots = facts['plots']
-  images = (report_plots.evaluation_curves(plots, metrics.get('auc'))
+  images = (plots_lib.evaluation_curves(plots, metrics.get('auc'))
             if plots else [])
   if images:
     parts.append('<div class="figs">' + ''.join(
@@ -152,7 +152,7 @@ def render(facts: Dict[str, Any]) -> str:
   if slices:
     table_rows = []
     for name, values in sorted(slices.items()):
-      doubt = report_data.slice_trust(values, MIN_SLICE_ROWS,
+      doubt = facts_lib.slice_trust(values, MIN_SLICE_ROWS,
                                       MIN_SLICE_LABEL_ROWS)
       table_rows.append((
           _e(name), _n(values.get('example_count'), 0),
@@ -209,7 +209,7 @@ def write_report(output_dir: str) -> Tuple[str, Dict[str, Any]]:
   Raises:
     FileNotFoundError: no run wrote to `output_dir`.
   """
-  facts = report_data.collect(output_dir)
+  facts = facts_lib.collect(output_dir)
   path = os.path.join(facts['output_dir'], REPORT_FILE)
   text = render(facts)
   # A reader never sees half a page.

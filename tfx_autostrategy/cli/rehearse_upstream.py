@@ -10,7 +10,7 @@ import os
 import time
 from typing import Any, Dict, Optional
 
-from tfx_autostrategy import failures
+from tfx_autostrategy.cli import failures
 
 
 def _upstream_from_mlmd(metadata_path: str) -> Optional[Dict[str, Any]]:
@@ -72,7 +72,7 @@ def prepare_upstream(data: str, output_dir: str, out) -> Dict[str, Any]:
   if upstream:
     print(f'transform output: reused from {layout.pipeline_root}', file=out)
     return upstream
-  from tfx_autostrategy import console  # pylint: disable=g-import-not-at-top
+  from tfx_autostrategy.cli import console  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.pipeline import pipeline as pipeline_lib  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.preflight import csv_check  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy import settings  # pylint: disable=g-import-not-at-top
