@@ -124,9 +124,9 @@ SHARED_RUN_FIXTURES = frozenset(('pipeline_run', 'pipeline_data'))
 SHARED_RUN_FILES = frozenset((
     'tests/components/test_trainer.py',
     'tests/pipeline/test_local_e2e.py',
-    'tests/pipeline/test_report.py',
+    'tests/report/test_report.py',
     'tests/test_benchmarks.py',
-    'tests/test_rehearse_cli.py',
+    'tests/cli/test_rehearse_cli.py',
 ))
 SHARED_RUN_GROUP = 'shared-pipeline-run'
 

@@ -1,7 +1,7 @@
 """`run --model hub` on a TF Hub-style BERT SavedModel: its own WordPiece
 tokenizer through the whole pipeline, and the exported model on raw text.
 
-The encoder is tests/components/tiny_encoder.py (it accepts any ids) with a
+The encoder is tests/support/tiny_encoder.py (it accepts any ids) with a
 real vocabulary, MiniLM's, as assets/vocab.txt: what is checked here is the
 tokenizer's way through the pipeline (preflight, Transform, Trainer, export,
 serving), not a pretrained network.
@@ -18,7 +18,7 @@ import pytest
 from conftest import run_cli
 from tfx_autostrategy.modeling import pretrained_dir
 
-import tiny_encoder
+from support import tiny_encoder
 
 SERVE = textwrap.dedent("""
     import json, sys

@@ -24,7 +24,7 @@ reason this file is one file of over 300 lines):
 Not repeated here: a killed Trainer resuming from its last epoch
 (tests/components/test_trainer.py) and a multi-worker cluster whose worker
 is missing failing within a bound instead of hanging
-(tests/components/test_multiworker.py).
+(tests/distribute/test_multiworker.py).
 """
 
 import csv

@@ -12,7 +12,7 @@ conversion, tokenizer or head cannot (an encoder that reads nothing scores
 near 0.5; one reading garbled ids does not learn film sentiment from 800
 snippets). The pushed model serves raw text. The TPU path (mixed_bfloat16,
 the train step under XLA) is checked on a tiny checkpoint in
-tests/components/test_fine_tuning.py: XLA on CPU did not finish compiling
+tests/modeling/test_fine_tuning.py: XLA on CPU did not finish compiling
 MiniLM's train step in 10 minutes here.
 """
 

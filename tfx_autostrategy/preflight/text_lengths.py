@@ -9,7 +9,7 @@ by `MINIMUM` and a cap (`WORD_CAP`, `NGRAM_CAP`).
 
 The counting mirrors `components/transform/preprocessing.py` without
 TensorFlow (the preflight runs before it is imported), and
-tests/components/test_text_lengths.py checks it against the real
+tests/preflight/test_text_lengths.py checks it against the real
 `preprocessing_fn`: if the Transform's tokens change, change `word_count` and
 `ngram_count` here, nowhere else.
 

@@ -7,7 +7,7 @@ imported, so this mirrors `components/transform/pretrained_tokens.py` in
 plain Python: the same normalisation and splitting (with the `regex`
 package's Unicode classes where the Transform has RE2's) and WordPiece's
 greedy longest-match; XLM-R's pieces come from the `sentencepiece` package
-with the same model file. tests/components/test_token_counts.py checks the
+with the same model file. tests/preflight/test_token_counts.py checks the
 counts against the Transform's own masks: if the Transform's tokenizer
 changes, change this too.
 """

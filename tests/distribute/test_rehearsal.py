@@ -13,7 +13,7 @@ import textwrap
 
 import pytest
 
-import tiny_encoder
+from support import tiny_encoder
 
 PRELUDE = textwrap.dedent("""
     import json, os, sys

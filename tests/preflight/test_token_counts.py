@@ -9,10 +9,10 @@ from tfx_autostrategy.preflight import text_lengths
 from tfx_autostrategy.preflight import token_counts
 from tfx_autostrategy import settings as settings_lib
 
-import test_pretrained_tokens
-import xlmr_checkpoint
+from support import tokenizer_texts
+from support import xlmr_checkpoint
 
-TEXTS = test_pretrained_tokens.TEXTS + [
+TEXTS = tokenizer_texts.TEXTS + [
     'İstanbul ǅ Ǆ ΐ ﾊﾝｶｸ ＡＢＣ', 'a' * 100, 'é' * 100 + 'x', 'x' * 101,
     'unaffable counterintuitively', '  leading and trailing  ']
 
@@ -32,7 +32,7 @@ def test_wordpiece_counts_equal_the_transform_and_the_reference(minilm_dir):
   reference.no_padding()
   assert counts == [len(reference.encode(text).ids) for text in TEXTS]
   # The over-long text counts past 512 (before truncation).
-  assert counts[TEXTS.index(test_pretrained_tokens.TEXTS[-1])] == 182
+  assert counts[TEXTS.index(tokenizer_texts.TEXTS[-1])] == 182
   short = [text for text, n in zip(TEXTS, counts) if n <= 512]
   assert [n for n in counts if n <= 512] == _transform_lengths(short,
                                                                described)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import tiny_checkpoint
+from support import tiny_checkpoint
 
 from tfx_autostrategy.distribute import distribution_plan
 from tfx_autostrategy.modeling import models

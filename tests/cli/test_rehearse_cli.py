@@ -49,7 +49,7 @@ def rehearse(output, *args):
 # batch 32, steps_per_execution 32, two epochs of one execution each); the
 # others are cut to a few steps to keep CI short. (tpu-v5e-8 and a single
 # nvidia-t4 gave way to the issue-34 rows below: their plans are still checked
-# in tests/components/test_distribution_plan.py, and T4's mixed_float16 by the
+# in tests/distribute/test_distribution_plan.py, and T4's mixed_float16 by the
 # two-worker row.)
 ROWS = {
     'tpu-v3-8': (

@@ -14,7 +14,7 @@ from tfx_autostrategy.distribute import distribution_plan
 from tfx_autostrategy.distribute import strategies
 from tfx_autostrategy.settings import TrainerSettings
 
-from accelerator_fakes import cpu_only, two_gpus, FakeStrategy, Recorder  # pylint: disable=g-bad-import-order
+from support.accelerator_fakes import cpu_only, two_gpus, FakeStrategy, Recorder  # pylint: disable=g-bad-import-order
 
 
 def test_default_cpu_is_real_default_strategy():

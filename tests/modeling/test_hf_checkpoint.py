@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-import tiny_checkpoint
+from support import tiny_checkpoint
 
 from tfx_autostrategy.modeling import hf_checkpoint
 from tfx_autostrategy.modeling import hub_encoder

@@ -11,7 +11,7 @@ import pytest
 from tfx_autostrategy.distribute import devices
 from tfx_autostrategy.distribute import strategies
 
-from accelerator_fakes import cpu_only, two_gpus, Recorder  # pylint: disable=g-bad-import-order
+from support.accelerator_fakes import cpu_only, two_gpus, Recorder  # pylint: disable=g-bad-import-order
 
 
 @pytest.mark.parametrize('requested', ['tpu', 'gpu'])

@@ -14,7 +14,7 @@ from tfx_autostrategy.distribute import cluster
 from tfx_autostrategy.distribute import devices
 from tfx_autostrategy.distribute import strategies
 
-from accelerator_fakes import cpu_only, Recorder  # pylint: disable=g-bad-import-order
+from support.accelerator_fakes import cpu_only, Recorder  # pylint: disable=g-bad-import-order
 
 
 def tf_config(cluster, task_type=None, index=None):

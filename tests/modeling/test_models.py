@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-import tiny_encoder
+from support import tiny_encoder
 
 SCRIPT = textwrap.dedent("""
     import json, os, sys

@@ -10,7 +10,7 @@ import pytest
 
 from tfx_autostrategy.distribute import strategies
 
-from accelerator_fakes import FakeResolver  # pylint: disable=g-bad-import-order
+from support.accelerator_fakes import FakeResolver  # pylint: disable=g-bad-import-order
 
 
 class FlakyTPU:
