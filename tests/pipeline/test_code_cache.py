@@ -59,6 +59,7 @@ def package_copy(root):
 
 
 def append(path, text):
+  assert os.path.isfile(path), path  # An edit, not a new file.
   with open(path, 'a') as f:
     f.write(text)
 
@@ -124,7 +125,7 @@ def test_model_edits_rerun_the_trainer_preprocessing_edits_rerun_both(
 
   assert run() == ('COMPLETE', 'COMPLETE')
   # Code neither component runs: the CLI and the Kubeflow compiler.
-  append(package / 'cli.py', '\n# an edit to the CLI\n')
+  append(package / 'cli' / 'run_command.py', '\n# an edit to the CLI\n')
   append(package / 'kubeflow' / 'compiler.py', '\n# an edit to compile\n')
   assert run() == ('CACHED', 'CACHED')
   # The model lives outside the Trainer's module-file directory.
