@@ -17,8 +17,11 @@ import tensorflow as tf
 
 import tiny_checkpoint
 
+from tfx_autostrategy import settings as settings_lib
 from tfx_autostrategy.modeling import hf_checkpoint
 from tfx_autostrategy.modeling import hub_encoder
+from tfx_autostrategy.modeling import models
+from tfx_autostrategy.modeling import pretrained_dir
 
 # sentence-transformers' Quickstart (README and sbert.net docs) for
 # all-MiniLM-L6-v2: model.similarity(embeddings, embeddings) of these three
@@ -203,6 +206,39 @@ def test_the_converted_encoder_loads_as_a_trainable_keras_layer(
   assert np.abs(dropped - inference).max() > 1e-3  # Dropout in training.
 
 
+def test_the_converted_encoder_keeps_the_declared_pooling(minilm_dir,
+                                                         minilm_encoder):
+  """The Trainer hands build_hub the converted encoder, not the checkpoint.
+
+  So the export carries modules.json and the Pooling config, and the head
+  the Trainer builds mean-pools as all-MiniLM-L6-v2 declares (before, it
+  found no modules.json there and read `pooled_output`).
+  """
+  assert pretrained_dir.declared_pooling(minilm_dir) == 'mean'
+  assert pretrained_dir.declared_pooling(minilm_encoder) == 'mean'
+  text_settings = settings_lib.TextSettings(
+      sequence_length=8, tokenizer='pretrained', pretrained_model=minilm_dir)
+  model = models.build(text_settings, settings_lib.TrainerSettings(
+      model='hub', hub_model_path=minilm_encoder))
+  assert 'mean_pooling' in [layer.name for layer in model.layers]
+
+
+def test_the_pooling_files_are_part_of_the_cache_key(tmp_path):
+  directory = str(tmp_path / 'ckpt')
+  tiny_checkpoint.write(directory, 'bert')
+  plain = hf_checkpoint.checkpoint_key(directory, 'float32')
+  os.makedirs(os.path.join(directory, '1_Pooling'))
+  with open(os.path.join(directory, 'modules.json'), 'w') as f:
+    json.dump([{'idx': 1, 'name': '1', 'path': '1_Pooling',
+                'type': 'sentence_transformers.models.Pooling'}], f)
+  keys = []
+  for mode in ('pooling_mode_mean_tokens', 'pooling_mode_cls_token'):
+    with open(os.path.join(directory, '1_Pooling', 'config.json'), 'w') as f:
+      json.dump({mode: True}, f)
+    keys.append(hf_checkpoint.checkpoint_key(directory, 'float32'))
+  assert len({plain, *keys}) == 3
+
+
 # --- tiny random checkpoints of the other families ----------------------------
 
 @pytest.mark.parametrize('model_type', ['xlm-roberta', 'distilbert', 'bert'])
@@ -313,7 +349,7 @@ def test_encoder_path_converts_once_and_passes_saved_models_through(tmp_path):
   tiny_checkpoint.write(str(tmp_path / 'ckpt'), 'bert')
   cache = str(tmp_path / 'cache')
   first = hf_checkpoint.encoder_path(str(tmp_path / 'ckpt'), cache_dir=cache)
-  assert first.startswith(cache) and first.endswith('-float32-v1')
+  assert first.startswith(cache) and first.endswith('-float32-v2')
   stamp = os.path.getmtime(os.path.join(first, 'saved_model.pb'))
   assert hf_checkpoint.encoder_path(str(tmp_path / 'ckpt'),
                                     cache_dir=cache) == first

@@ -132,7 +132,7 @@ def test_run_fine_tunes_the_checkpoint_and_serves_raw_text(hub_run):
       True, 46, TRAIN_ROWS), counted
   # The Trainer converted the checkpoint once, into the cache.
   [converted] = os.listdir(root / 'encoders')
-  assert converted.endswith('-float32-v1')
+  assert converted.endswith('-float32-v2')
   served = _serve(summary['pushed_model'])
   assert served['dtype'] == 'float32'
   values = served['values']
