@@ -197,8 +197,13 @@ def main(argv=None) -> int:
   path = fetch(args.name, args.output, args.downloads)
   if args.layers:
     full = path
-    path = truncate(full, f'{full}-L{args.layers}', args.layers)
-    shutil.rmtree(full)
+    try:
+      path = truncate(full, f'{full}-L{args.layers}', args.layers)
+    except ValueError as error:
+      print(f'error: {error}', file=sys.stderr)
+      return 2
+    finally:
+      shutil.rmtree(full)
   print(path)
   return 0
 
