@@ -20,7 +20,9 @@ table's estimate for the same shape beside it.
 
 import argparse
 import json
+import os
 import resource
+import subprocess
 import sys
 import time
 
@@ -33,9 +35,9 @@ def _rss_mib() -> float:
 
 
 def _current_rss_mib() -> float:
+  """Resident set of this process now, MiB (Linux)."""
   with open('/proc/self/statm') as f:
     pages = int(f.read().split()[1])
-  import os  # pylint: disable=g-import-not-at-top
   return pages * os.sysconf('SC_PAGE_SIZE') / 2**20
 
 
@@ -72,7 +74,6 @@ def main(argv=None) -> int:
   config = hf_checkpoint.read_config(args.hub_model_path)
   # As run_fn: convert on the host first (cached), here in a child process,
   # so that the conversion's peak is not this process's; then the reading.
-  import subprocess  # pylint: disable=g-import-not-at-top
   encoder = subprocess.run(
       [sys.executable, '-c', 'import sys; from tfx_autostrategy import '
        'tf_env; tf_env.set_keras_flavour(); from tfx_autostrategy.modeling '
