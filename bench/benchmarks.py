@@ -11,7 +11,7 @@ import os
 import statistics
 import sys
 import time
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 from bench import common
 from bench import report as report_lib
@@ -98,19 +98,34 @@ def transform(suite) -> None:
               never=rows is None)
 
 
+def training_worker_args(options: Dict[str, Any], fixture: Dict[str, Any],
+                         model: str, variants: str, replicas: int = 0
+                        ) -> List[str]:
+  """The arguments of `bench.training_worker` for one model.
+
+  `--model hub` also gets the suite's `--hub-model-path`: the encoder the
+  Trainer would fine-tune, whose tokenizer made the fixture's ids.
+  """
+  args = ['--examples', fixture['examples'], '--transform-graph',
+          fixture['transform_graph'], '--model', model, '--variants',
+          variants, '--rounds', str(options['rounds']), '--max-steps',
+          str(options['steps']), '--warmup', str(options['warmup'])]
+  if model == 'hub':
+    args += ['--hub-model-path', options['hub_model_path']]
+  if replicas:
+    args += ['--cpu-replicas', str(replicas)]
+  return args
+
+
 def _training_worker(suite, model: str, variants: str, replicas: int = 0
                      ) -> Tuple[Optional[Dict[str, Any]], str]:
   fixture = suite.fixture()
   if not fixture:
     return None, ''
-  args = ['--examples', fixture['examples'], '--transform-graph',
-          fixture['transform_graph'], '--model', model, '--variants',
-          variants, '--rounds', str(suite.options['rounds']), '--max-steps',
-          str(suite.options['steps']), '--warmup',
-          str(suite.options['warmup'])]
-  if replicas:
-    args += ['--cpu-replicas', str(replicas)]
-  argv, command = suite.worker('training_worker', *args)
+  argv, command = suite.worker(
+      'training_worker',
+      *training_worker_args(suite.options, fixture, model, variants,
+                            replicas))
   suite.say(f'training worker: model {model}, variants {variants}'
             + (f', {replicas} CPU replicas' if replicas else '') + ' ...')
   run = common.run_measured(argv, suite.log_path, suite.options['timeout'])

@@ -100,7 +100,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
   parser.add_argument('--e2e-epochs', type=int, default=1,
                       help='--epochs of the end-to-end runs')
   parser.add_argument('--models', default='bow,transformer',
-                      help='models of the trainer/input benchmarks')
+                      help='models of the trainer/input benchmarks; hub '
+                      '(alone) fine-tunes --hub-model-path on the Transform '
+                      'output of an `autostrategy run --model hub` with it '
+                      '(--pipeline-root)')
+  parser.add_argument('--hub-model-path', default='',
+                      help='the pretrained encoder of --models hub (a Hugging '
+                      'Face checkpoint or SavedModel directory)')
   parser.add_argument('--replicas', default='1,2,4',
                       help='logical CPU replica counts (model bow)')
   parser.add_argument('--steps', type=int, default=None,
@@ -131,6 +137,21 @@ def _resolve_options(args: argparse.Namespace) -> Dict[str, Any]:
   if unknown:
     raise ValueError(f'unknown benchmarks {unknown}; choose from '
                      f'{",".join(BENCHMARKS)}')
+  models = [m for m in args.models.split(',') if m]
+  if 'hub' in models:
+    # The ids of a checkpoint's tokenizer are not the vocabulary ids bow
+    # and transformer read, and the suite's own fixture has no mask.
+    if models != ['hub'] or not args.hub_model_path or not (
+        args.pipeline_root):
+      raise ValueError(
+          '--models hub runs alone, with --hub-model-path DIR and '
+          '--pipeline-root of an `autostrategy run --model hub '
+          '--hub-model-path DIR` (the Transform output its tokenizer made)')
+    if 'replicas' in only:
+      raise ValueError('--models hub: leave out replicas (it trains bow on '
+                       'the fixture), e.g. --only trainer,input')
+  elif args.hub_model_path:
+    raise ValueError('--hub-model-path goes with --models hub')
   return {
       'only': only,
       'quick': bool(args.quick),
@@ -143,7 +164,9 @@ def _resolve_options(args: argparse.Namespace) -> Dict[str, Any]:
       'e2e_sizes': _sizes(args.e2e_sizes or base['e2e_sizes']),
       'e2e_epochs': args.e2e_epochs,
       'preflight_rows': base['preflight_rows'],
-      'models': [m for m in args.models.split(',') if m],
+      'models': models,
+      'hub_model_path': os.path.abspath(args.hub_model_path)
+                        if args.hub_model_path else '',
       'replicas': sorted({int(r) for r in args.replicas.split(',') if r}),
       'steps': args.steps or base['steps'],
       'rounds': args.rounds or base['rounds'],

@@ -1,13 +1,19 @@
 """Worker: Trainer throughput, plain in-memory Keras, and the input pipeline.
 
     python -m bench.training_worker \
-        --examples URI --transform-graph URI [--model bow|transformer] \
+        --examples URI --transform-graph URI \
+        [--model bow|transformer|hub [--hub-model-path DIR]] \
         [--per-replica-batch-size 32] [--cpu-replicas N] \
         [--variants trainer,memory,predict,input] [--rounds 3] [--steps 0]
 
 `--examples` and `--transform-graph` are Transform's output artifacts
 (`pipeline_root/Transform/transformed_examples/<id>` and
-`.../transform_graph/<id>`).
+`.../transform_graph/<id>`). `--model hub` fine-tunes the pretrained encoder
+in `--hub-model-path` (a Hugging Face checkpoint or a SavedModel): the
+artifacts must come from an `autostrategy run --model hub` with that
+checkpoint, whose tokenizer made the ids, attention mask and type ids both
+fits read. As in the Trainer, a checkpoint is converted into a SavedModel
+encoder first (`hf_checkpoint.encoder_path`, cached), outside the timing.
 
 Variants, all in this one process so that their ratios share the machine's
 state (the rounds alternate between them):
@@ -37,6 +43,7 @@ are not part of these figures (see BENCHMARKS.md).
 """
 
 import argparse
+import dataclasses
 import os
 import statistics
 import sys
@@ -47,14 +54,34 @@ from tfx_autostrategy import tf_env
 VARIANTS = ('trainer', 'memory', 'streamed', 'predict', 'input')
 
 
-def text_settings_of(tf_transform_output, settings_lib):
-  """TextSettings with the fixed lengths the transformed examples have."""
+def text_settings_of(tf_transform_output, settings_lib,
+                     pretrained_model: str = ''):
+  """TextSettings with the fixed lengths the transformed examples have.
+
+  Args:
+    tf_transform_output: the Transform output the benchmark reads.
+    settings_lib: `tfx_autostrategy.settings`.
+    pretrained_model: the checkpoint whose tokenizer made the ids ('' for
+      the vocabulary of bow/transformer). The model then reads the
+      attention mask and type ids too, as the Trainer's does.
+
+  Raises:
+    ValueError: `pretrained_model` is given but the Transform output holds
+      no attention mask (it was not made with a checkpoint's tokenizer).
+  """
   spec = tf_transform_output.transformed_feature_spec()
   lengths = {'sequence_length': spec[settings_lib.TEXT_IDS].shape[0]}
   if settings_lib.CHAR_NGRAMS in spec:
     lengths['char_ngram_length'] = spec[settings_lib.CHAR_NGRAMS].shape[0]
   else:
     lengths['char_ngram_min'] = 0
+  if pretrained_model:
+    if settings_lib.TEXT_MASK not in spec:
+      raise ValueError(
+          'the Transform output has no attention mask '
+          f'({settings_lib.TEXT_MASK}): make it with `autostrategy run '
+          f'--model hub --hub-model-path {pretrained_model}`')
+    lengths.update(tokenizer='pretrained', pretrained_model=pretrained_model)
   return settings_lib.TextSettings(**lengths)
 
 
@@ -161,11 +188,16 @@ def _step_timer():
   return StepTimer()
 
 
-def main(argv=None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+  """The worker's options."""
   parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
   parser.add_argument('--examples', required=True)
   parser.add_argument('--transform-graph', required=True)
-  parser.add_argument('--model', default='bow')
+  parser.add_argument('--model', default='bow',
+                      choices=('bow', 'transformer', 'hub'))
+  parser.add_argument('--hub-model-path', default='',
+                      help='the pretrained encoder of --model hub (the '
+                      'checkpoint the Transform output was tokenised with)')
   parser.add_argument('--per-replica-batch-size', type=int, default=32)
   parser.add_argument('--cpu-replicas', type=int, default=0)
   parser.add_argument('--variants', default='trainer,memory,input')
@@ -177,11 +209,28 @@ def main(argv=None) -> int:
   parser.add_argument('--warmup', type=int, default=5)
   parser.add_argument('--input-batches', type=int, default=0,
                       help='batches per input-only round; 0 = 4x the steps')
+  return parser
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+  """The options, checked (a usage error exits with status 2)."""
+  parser = build_parser()
   args = parser.parse_args(argv)
   variants = [v for v in args.variants.split(',') if v]
   unknown = sorted(set(variants) - set(VARIANTS))
   if unknown:
     parser.error(f'unknown variants {unknown}; choose from {VARIANTS}')
+  if (args.model == 'hub') != bool(args.hub_model_path):
+    parser.error('--hub-model-path goes with --model hub, and only with it')
+  if args.hub_model_path:
+    args.hub_model_path = os.path.abspath(args.hub_model_path)
+  args.variant_list = variants
+  return args
+
+
+def main(argv=None) -> int:
+  args = parse_args(argv)
+  variants = args.variant_list
 
   _configure_devices(args.cpu_replicas)
   started = time.monotonic()
@@ -194,14 +243,23 @@ def main(argv=None) -> int:
   from tfx_autostrategy import settings as settings_lib  # pylint: disable=g-import-not-at-top
 
   trainer_settings = settings_lib.TrainerSettings(
-      model=args.model, per_replica_batch_size=args.per_replica_batch_size)
+      model=args.model, per_replica_batch_size=args.per_replica_batch_size,
+      hub_model_path=args.hub_model_path)
   # As in run_fn.
   strategy, plan, _ = distribution_plan.resolve(trainer_settings)
   batch = plan.global_batch_size
   fn_args = fn_args_for(args.examples, args.transform_graph)
   tf_transform_output = tft.TFTransformOutput(fn_args.transform_output)
   # The lengths Transform padded to (`auto` picks them from the data).
-  text_settings = text_settings_of(tf_transform_output, settings_lib)
+  text_settings = text_settings_of(tf_transform_output, settings_lib,
+                                   args.hub_model_path)
+  if args.model == 'hub':
+    # As run_fn: the checkpoint becomes a SavedModel encoder on the host,
+    # once per precision (cached), before the strategy's scope.
+    from tfx_autostrategy.modeling import hf_checkpoint  # pylint: disable=g-import-not-at-top
+    trainer_settings = dataclasses.replace(
+        trainer_settings, hub_model_path=hf_checkpoint.encoder_path(
+            args.hub_model_path, precision=plan.precision or 'float32'))
 
   train_examples = count_examples(fn_args.train_files)
   steps = args.steps or max(1, min(args.max_steps, train_examples // batch))
@@ -287,6 +345,8 @@ def main(argv=None) -> int:
 
   result = {
       'model': args.model,
+      'hub_model_path': args.hub_model_path,
+      'sequence_length': text_settings.sequence_length,
       'plan': plan.to_dict(),
       'global_batch_size': batch,
       'train_examples': train_examples,

@@ -1,5 +1,6 @@
 """The benchmark suite: report helpers, and a smoke run of the real workers."""
 
+import argparse
 import json
 import math
 import os
@@ -55,6 +56,66 @@ def test_unknown_benchmark_is_a_usage_error(tmp_path):
   assert proc.stderr.strip().splitlines()[-1] == (
       "error: unknown benchmarks ['nonsense']; choose from "
       'preflight,trainer,input,replicas,transform,e2e')
+
+
+@pytest.mark.parametrize('args', [
+    ('--models', 'hub'),
+    ('--models', 'hub', '--hub-model-path', 'MiniLM'),
+    ('--models', 'bow,hub', '--hub-model-path', 'MiniLM',
+     '--pipeline-root', 'out/pipeline_root'),
+])
+def test_hub_needs_its_checkpoint_and_a_transform_output_of_its_tokenizer(
+    tmp_path, args):
+  proc = run_suite('--only', 'trainer', '--output', str(tmp_path), *args,
+                   timeout=120)
+  assert proc.returncode == 2
+  assert proc.stderr.strip().splitlines()[-1] == (
+      'error: --models hub runs alone, with --hub-model-path DIR and '
+      '--pipeline-root of an `autostrategy run --model hub --hub-model-path '
+      'DIR` (the Transform output its tokenizer made)')
+  assert not (tmp_path / 'report.json').exists()
+
+
+def test_hub_checkpoint_reaches_the_training_worker(tmp_path):
+  """The suite's options -> worker arguments -> the worker's parsed options."""
+  from bench import benchmarks  # pylint: disable=g-import-not-at-top
+  from bench import suite  # pylint: disable=g-import-not-at-top
+  from bench import training_worker  # pylint: disable=g-import-not-at-top
+  parser = argparse.ArgumentParser()
+  suite.add_arguments(parser)
+  checkpoint = tmp_path / 'MiniLM'
+  options = suite._resolve_options(parser.parse_args([  # pylint: disable=protected-access
+      '--models', 'hub', '--hub-model-path', str(checkpoint),
+      '--pipeline-root', str(tmp_path / 'pipeline_root'), '--only',
+      'trainer', '--steps', '7']))
+  assert options['models'] == ['hub']
+  fixture = {'examples': 'EX', 'transform_graph': 'TG'}
+  args = benchmarks.training_worker_args(options, fixture, 'hub',
+                                         'trainer,memory')
+  parsed = training_worker.parse_args(args)
+  assert (parsed.model, parsed.hub_model_path, parsed.max_steps,
+          parsed.variant_list) == ('hub', str(checkpoint), 7,
+                                   ['trainer', 'memory'])
+  # bow and transformer get no checkpoint; the worker refuses one for them
+  # and refuses hub without one.
+  assert '--hub-model-path' not in benchmarks.training_worker_args(
+      options, fixture, 'bow', 'trainer')
+  for argv in (['--model', 'bow', '--hub-model-path', str(checkpoint)],
+               ['--model', 'hub']):
+    with pytest.raises(SystemExit) as exit_info:
+      training_worker.parse_args(['--examples', 'EX', '--transform-graph',
+                                  'TG', *argv])
+    assert exit_info.value.code == 2
+
+
+def test_hub_and_replicas_is_a_usage_error(tmp_path):
+  proc = run_suite('--only', 'trainer,replicas', '--models', 'hub',
+                   '--hub-model-path', 'MiniLM', '--pipeline-root', 'x',
+                   '--output', str(tmp_path), timeout=120)
+  assert proc.returncode == 2
+  assert proc.stderr.strip().splitlines()[-1] == (
+      'error: --models hub: leave out replicas (it trains bow on the '
+      'fixture), e.g. --only trainer,input')
 
 
 def test_installed_cli_points_to_make_bench_without_importing_it(tmp_path):

@@ -162,7 +162,7 @@ def test_xla_train_step_under_mixed_bfloat16(checkpoint, tmp_path,
   assert np.isfinite(history.history['loss'][0])
   assert out.dtype == np.float32 and np.isfinite(out).all()
   # The encoder was converted for bfloat16 (cached beside the float32 one).
-  assert any(name.endswith('-mixed_bfloat16-v1')
+  assert any(name.endswith('-mixed_bfloat16-v2')
              for name in tf.io.gfile.listdir(str(tmp_path)))
 
 

@@ -1,24 +1,27 @@
 """Hugging Face checkpoint -> SavedModel encoder, checked on a real checkpoint.
 
-The reference forward pass below is written from the published BERT /
-RoBERTa / DistilBERT definitions in NumPy, reading the safetensors file with
-its own few lines; it shares no code with tfx_autostrategy/modeling/hf_checkpoint.py. The
-token ids come from Hugging Face's own tokenizer (`tokenizers` reading the
-checkpoint's tokenizer.json).
+The reference forward pass (tests/support/bert_reference.py) is written from
+the published BERT / RoBERTa / DistilBERT definitions in NumPy, reading the
+safetensors file with its own few lines; it shares no code with
+tfx_autostrategy/modeling/hf_checkpoint.py. The token ids come from Hugging
+Face's own tokenizer (`tokenizers` reading the checkpoint's tokenizer.json).
 """
 
 import json
-import math
 import os
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
+from support import bert_reference
 from support import tiny_checkpoint
 
+from tfx_autostrategy import settings as settings_lib
 from tfx_autostrategy.modeling import hf_checkpoint
 from tfx_autostrategy.modeling import hub_encoder
+from tfx_autostrategy.modeling import models
+from tfx_autostrategy.modeling import pretrained_dir
 
 # sentence-transformers' Quickstart (README and sbert.net docs) for
 # all-MiniLM-L6-v2: model.similarity(embeddings, embeddings) of these three
@@ -34,100 +37,6 @@ PUBLISHED_SIMILARITIES = np.array([[1.0000, 0.6660, 0.1046],
                                    [0.1046, 0.1411, 1.0000]])
 
 
-# --- an independent reader and reference network -------------------------
-
-def _read_safetensors(path):
-  with open(path, 'rb') as f:
-    data = f.read()
-  size = int.from_bytes(data[:8], 'little')
-  header = json.loads(data[8:8 + size])
-  out = {}
-  for name, info in header.items():
-    if name == '__metadata__':
-      continue
-    start, end = info['data_offsets']
-    dtype = {'F32': '<f4', 'I64': '<i8'}[info['dtype']]
-    out[name] = np.frombuffer(data[8 + size + start:8 + size + end],
-                              dtype=dtype).reshape(info['shape'])
-  return out
-
-
-def _layer_norm(x, w, b, eps):
-  mean = x.mean(-1, keepdims=True)
-  var = ((x - mean) ** 2).mean(-1, keepdims=True)
-  return (x - mean) / np.sqrt(var + eps) * w + b
-
-
-def _gelu(x):
-  return 0.5 * x * (1.0 + np.vectorize(math.erf)(x / math.sqrt(2.0)))
-
-
-def _reference(t, config, ids, mask, type_ids):
-  """(sequence_output, first-token output) of a BERT/RoBERTa/DistilBERT."""
-  ids, mask = np.asarray(ids), np.asarray(mask)
-  kind = config['model_type']
-  if kind == 'distilbert':
-    layers, heads, eps = config['n_layers'], config['n_heads'], 1e-12
-    lin = lambda p, x: x @ t[p + '.weight'].T + t[p + '.bias']
-    names = dict(q='attention.q_lin', k='attention.k_lin',
-                 v='attention.v_lin', o='attention.out_lin',
-                 ln1='sa_layer_norm', i='ffn.lin1', o2='ffn.lin2',
-                 ln2='output_layer_norm')
-    prefix = 'transformer.layer.'
-  else:
-    layers, heads = config['num_hidden_layers'], config['num_attention_heads']
-    eps = config['layer_norm_eps']
-    lin = lambda p, x: x @ t[p + '.weight'].T + t[p + '.bias']
-    names = dict(q='attention.self.query', k='attention.self.key',
-                 v='attention.self.value', o='attention.output.dense',
-                 ln1='attention.output.LayerNorm', i='intermediate.dense',
-                 o2='output.dense', ln2='output.LayerNorm')
-    prefix = 'encoder.layer.'
-  if kind == 'xlm-roberta':
-    pad = config['pad_token_id']
-    positions = np.cumsum(mask, axis=1) * mask + pad
-  else:
-    positions = np.broadcast_to(np.arange(ids.shape[1]), ids.shape)
-  x = (t['embeddings.word_embeddings.weight'][ids] +
-       t['embeddings.position_embeddings.weight'][positions])
-  if kind != 'distilbert':
-    x = x + t['embeddings.token_type_embeddings.weight'][np.asarray(type_ids)]
-  x = _layer_norm(x, t['embeddings.LayerNorm.weight'],
-                  t['embeddings.LayerNorm.bias'], eps)
-  batch, length, width = x.shape
-  d = width // heads
-  bias = (1.0 - mask[:, None, None, :]) * -1e9
-  for i in range(layers):
-    p = f'{prefix}{i}.'
-    split = lambda y: y.reshape(batch, length, heads, d).transpose(0, 2, 1, 3)
-    q, k, v = (split(lin(p + names[n], x)) for n in 'qkv')
-    scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(d) + bias
-    scores = np.exp(scores - scores.max(-1, keepdims=True))
-    probs = scores / scores.sum(-1, keepdims=True)
-    context = (probs @ v).transpose(0, 2, 1, 3).reshape(batch, length, width)
-    x = _layer_norm(x + lin(p + names['o'], context),
-                    t[p + names['ln1'] + '.weight'],
-                    t[p + names['ln1'] + '.bias'], eps)
-    inner = _gelu(lin(p + names['i'], x))
-    x = _layer_norm(x + lin(p + names['o2'], inner),
-                    t[p + names['ln2'] + '.weight'],
-                    t[p + names['ln2'] + '.bias'], eps)
-  if 'pooler.dense.weight' in t:
-    pooled = np.tanh(lin('pooler.dense', x[:, 0]))
-  else:
-    pooled = x[:, 0]
-  return x, pooled
-
-
-def _run(encoder_dir, ids, mask, type_ids, training=False):
-  encoder = tf.saved_model.load(encoder_dir)
-  inputs = {'input_word_ids': tf.constant(ids, tf.int32),
-            'input_mask': tf.constant(mask, tf.int32),
-            'input_type_ids': tf.constant(type_ids, tf.int32)}
-  out = encoder(inputs, training=training)
-  return out['sequence_output'].numpy(), out['pooled_output'].numpy()
-
-
 # --- the real checkpoint ----------------------------------------------------
 
 @pytest.fixture(scope='module')
@@ -136,33 +45,19 @@ def minilm_encoder(minilm_dir, tmp_path_factory):
       minilm_dir, str(tmp_path_factory.mktemp('minilm_encoder')))
 
 
-def _minilm_ids(minilm_dir, texts, length=None):
-  import tokenizers  # pylint: disable=g-import-not-at-top
-  tokenizer = tokenizers.Tokenizer.from_file(
-      os.path.join(minilm_dir, 'tokenizer.json'))
-  tokenizer.no_truncation()
-  tokenizer.no_padding()
-  encodings = tokenizer.encode_batch(texts)
-  length = length or max(len(e.ids) for e in encodings)
-  ids = np.zeros([len(texts), length], np.int64)
-  mask = np.zeros_like(ids)
-  for row, encoding in enumerate(encodings):
-    ids[row, :len(encoding.ids)] = encoding.ids
-    mask[row, :len(encoding.ids)] = 1
-  return ids, mask
-
-
 def test_minilm_hidden_states_equal_a_numpy_forward_pass(minilm_dir,
                                                          minilm_encoder):
   texts = PUBLISHED_SENTENCES + ['Crème brûlée in Zürich — 東京 and Москва!']
-  ids, mask = _minilm_ids(minilm_dir, texts)
+  ids, mask = bert_reference.token_ids(minilm_dir, texts)
   assert ids[0, 0] == 101 and mask[0].sum() < ids.shape[1]  # [CLS]; padded.
-  sequence, pooled = _run(minilm_encoder, ids, mask, np.zeros_like(ids))
-  tensors = _read_safetensors(os.path.join(minilm_dir, 'model.safetensors'))
+  sequence, pooled = bert_reference.run_encoder(minilm_encoder, ids, mask,
+                                                np.zeros_like(ids))
+  tensors = bert_reference.read_safetensors(
+      os.path.join(minilm_dir, 'model.safetensors'))
   with open(os.path.join(minilm_dir, 'config.json')) as f:
     config = json.load(f)
-  want_sequence, want_pooled = _reference(tensors, config, ids, mask,
-                                          np.zeros_like(ids))
+  want_sequence, want_pooled = bert_reference.forward(
+      tensors, config, ids, mask, np.zeros_like(ids))
   real = mask.astype(bool)
   largest = np.abs(sequence - want_sequence)[real].max()
   print(f'largest hidden-state difference: {largest:.2e}')
@@ -175,8 +70,9 @@ def test_minilm_hidden_states_equal_a_numpy_forward_pass(minilm_dir,
 
 def test_minilm_reproduces_the_published_sentence_similarities(
     minilm_dir, minilm_encoder):
-  ids, mask = _minilm_ids(minilm_dir, PUBLISHED_SENTENCES)
-  sequence, _ = _run(minilm_encoder, ids, mask, np.zeros_like(ids))
+  ids, mask = bert_reference.token_ids(minilm_dir, PUBLISHED_SENTENCES)
+  sequence, _ = bert_reference.run_encoder(minilm_encoder, ids, mask,
+                                           np.zeros_like(ids))
   weights = mask[:, :, None].astype(np.float32)
   embeddings = (sequence * weights).sum(1) / weights.sum(1)
   embeddings /= np.linalg.norm(embeddings, axis=1, keepdims=True)
@@ -203,6 +99,39 @@ def test_the_converted_encoder_loads_as_a_trainable_keras_layer(
   assert np.abs(dropped - inference).max() > 1e-3  # Dropout in training.
 
 
+def test_the_converted_encoder_keeps_the_declared_pooling(minilm_dir,
+                                                         minilm_encoder):
+  """The Trainer hands build_hub the converted encoder, not the checkpoint.
+
+  So the export carries modules.json and the Pooling config, and the head
+  the Trainer builds mean-pools as all-MiniLM-L6-v2 declares (before, it
+  found no modules.json there and read `pooled_output`).
+  """
+  assert pretrained_dir.declared_pooling(minilm_dir) == 'mean'
+  assert pretrained_dir.declared_pooling(minilm_encoder) == 'mean'
+  text_settings = settings_lib.TextSettings(
+      sequence_length=8, tokenizer='pretrained', pretrained_model=minilm_dir)
+  model = models.build(text_settings, settings_lib.TrainerSettings(
+      model='hub', hub_model_path=minilm_encoder))
+  assert 'mean_pooling' in [layer.name for layer in model.layers]
+
+
+def test_the_pooling_files_are_part_of_the_cache_key(tmp_path):
+  directory = str(tmp_path / 'ckpt')
+  tiny_checkpoint.write(directory, 'bert')
+  plain = hf_checkpoint.checkpoint_key(directory, 'float32')
+  os.makedirs(os.path.join(directory, '1_Pooling'))
+  with open(os.path.join(directory, 'modules.json'), 'w') as f:
+    json.dump([{'idx': 1, 'name': '1', 'path': '1_Pooling',
+                'type': 'sentence_transformers.models.Pooling'}], f)
+  keys = []
+  for mode in ('pooling_mode_mean_tokens', 'pooling_mode_cls_token'):
+    with open(os.path.join(directory, '1_Pooling', 'config.json'), 'w') as f:
+      json.dump({mode: True}, f)
+    keys.append(hf_checkpoint.checkpoint_key(directory, 'float32'))
+  assert len({plain, *keys}) == 3
+
+
 # --- tiny random checkpoints of the other families ----------------------------
 
 @pytest.mark.parametrize('model_type', ['xlm-roberta', 'distilbert', 'bert'])
@@ -216,9 +145,10 @@ def test_tiny_random_checkpoints_equal_the_numpy_forward_pass(tmp_path,
   ids = np.array([[0, 5, 6, 7, 8, 2], [0, 9, 2, pad, pad, pad]])
   mask = np.array([[1, 1, 1, 1, 1, 1], [1, 1, 1, 0, 0, 0]])
   type_ids = np.zeros_like(ids)
-  sequence, pooled = _run(encoder_dir, ids, mask, type_ids)
-  want_sequence, want_pooled = _reference(tensors, config, ids, mask,
-                                          type_ids)
+  sequence, pooled = bert_reference.run_encoder(encoder_dir, ids, mask,
+                                                type_ids)
+  want_sequence, want_pooled = bert_reference.forward(
+      tensors, config, ids, mask, type_ids)
   real = mask.astype(bool)
   np.testing.assert_allclose(sequence[real], want_sequence[real], atol=1e-4)
   np.testing.assert_allclose(pooled, want_pooled, atol=1e-4)
@@ -232,10 +162,12 @@ def test_xlm_roberta_positions_start_after_the_pad_id(tmp_path):
   encoder_dir = hf_checkpoint.export(str(tmp_path / 'ckpt'),
                                      str(tmp_path / 'encoder'))
   ids, mask = np.array([[0, 5, 2]]), np.array([[1, 1, 1]])
-  sequence, _ = _run(encoder_dir, ids, mask, np.zeros_like(ids))
+  sequence, _ = bert_reference.run_encoder(encoder_dir, ids, mask,
+                                           np.zeros_like(ids))
   # Shifting the positions by one (BERT's 0, 1, 2) gives another output.
   bert_like = dict(config, model_type='bert')
-  shifted, _ = _reference(tensors, bert_like, ids, mask, np.zeros_like(ids))
+  shifted, _ = bert_reference.forward(tensors, bert_like, ids, mask,
+                                      np.zeros_like(ids))
   assert np.abs(sequence - shifted).max() > 1e-2
 
 
@@ -313,7 +245,7 @@ def test_encoder_path_converts_once_and_passes_saved_models_through(tmp_path):
   tiny_checkpoint.write(str(tmp_path / 'ckpt'), 'bert')
   cache = str(tmp_path / 'cache')
   first = hf_checkpoint.encoder_path(str(tmp_path / 'ckpt'), cache_dir=cache)
-  assert first.startswith(cache) and first.endswith('-float32-v1')
+  assert first.startswith(cache) and first.endswith('-float32-v2')
   stamp = os.path.getmtime(os.path.join(first, 'saved_model.pb'))
   assert hf_checkpoint.encoder_path(str(tmp_path / 'ckpt'),
                                     cache_dir=cache) == first

@@ -10,10 +10,13 @@ and the model must beat the TF-IDF + logistic-regression baseline of
 bench/quality_baseline.py on the same slice by a clear margin: a broken
 conversion, tokenizer or head cannot (an encoder that reads nothing scores
 near 0.5; one reading garbled ids does not learn film sentiment from 800
-snippets). The pushed model serves raw text. The TPU path (mixed_bfloat16,
-the train step under XLA) is checked on a tiny checkpoint in
-tests/modeling/test_fine_tuning.py: XLA on CPU did not finish compiling
-MiniLM's train step in 10 minutes here.
+snippets). The pushed model serves raw text. The TPU path (`autostrategy
+rehearse --machine tpu-v3-8`: mixed_bfloat16, the train step under XLA, 8
+replicas, export, serving) runs on this checkpoint cut to its first layer in
+tests/pipeline/test_hub_tpu_rehearsal.py (the real weights and tokenizer; it
+checks the cut copy equals the full checkpoint's first layer): XLA on CPU
+did not finish compiling the 6-layer train step in 10 minutes here; a tiny
+random checkpoint runs it in tests/modeling/test_fine_tuning.py.
 """
 
 import json
@@ -132,7 +135,7 @@ def test_run_fine_tunes_the_checkpoint_and_serves_raw_text(hub_run):
       True, 46, TRAIN_ROWS), counted
   # The Trainer converted the checkpoint once, into the cache.
   [converted] = os.listdir(root / 'encoders')
-  assert converted.endswith('-float32-v1')
+  assert converted.endswith('-float32-v2')
   served = _serve(summary['pushed_model'])
   assert served['dtype'] == 'float32'
   values = served['values']

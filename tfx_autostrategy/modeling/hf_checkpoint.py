@@ -42,8 +42,13 @@ import tensorflow as tf
 SUPPORTED_MODEL_TYPES = ('bert', 'distilbert', 'xlm-roberta')
 CONFIG_FILE = 'config.json'
 WEIGHTS_FILE = 'model.safetensors'
-# Bump when the exported graph changes: it is part of the cache key.
-CONVERTER_VERSION = 1
+# Bump when the exported graph or directory changes: it is part of the cache
+# key. 2: the export carries the checkpoint's declared pooling (modules.json).
+CONVERTER_VERSION = 2
+# sentence-transformers' module list: it names the Pooling module whose
+# config.json says which summary of the token states the checkpoint was
+# trained to make meaningful (`pretrained_dir.declared_pooling`).
+MODULES_FILE = 'modules.json'
 # Where converted encoders are cached unless the caller says otherwise.
 CACHE_ENV = 'AUTOSTRATEGY_ENCODER_CACHE'
 INPUT_NAMES = ('input_word_ids', 'input_mask', 'input_type_ids')
@@ -525,13 +530,48 @@ def export(directory: str, output_dir: str, precision: str = 'float32') -> str:
   root.variables = list(encoder.weights)
   root.trainable_variables = list(encoder.trainable_weights)
   tf.saved_model.save(root, output_dir)
+  for name in _pooling_files(directory):
+    tf.io.gfile.makedirs(os.path.dirname(os.path.join(output_dir, name)))
+    tf.io.gfile.copy(os.path.join(directory, name),
+                     os.path.join(output_dir, name), overwrite=True)
   return output_dir
 
 
+def _pooling_files(directory: str) -> List[str]:
+  """The files declaring the checkpoint's pooling, relative to `directory`.
+
+  `modules.json` and its Pooling module's `config.json`
+  (all-MiniLM-L6-v2: `1_Pooling/config.json`), where the checkpoint has
+  them. The export copies them beside saved_model.pb: the Trainer hands the
+  converted encoder, not the checkpoint, to `models.build_hub`, whose head
+  reads the declared pooling from the directory it gets.
+  """
+  if not tf.io.gfile.exists(os.path.join(directory, MODULES_FILE)):
+    return []
+  with tf.io.gfile.GFile(os.path.join(directory, MODULES_FILE)) as f:
+    try:
+      modules = json.load(f)
+    except ValueError:
+      return [MODULES_FILE]  # declared_pooling names the broken file
+  files = [MODULES_FILE]
+  for module in modules if isinstance(modules, list) else []:
+    if (isinstance(module, dict) and
+        str(module.get('type', '')).endswith('.Pooling')):
+      config = os.path.join(module.get('path') or '', CONFIG_FILE)
+      if (module.get('path') and
+          tf.io.gfile.exists(os.path.join(directory, config))):
+        files.append(config)
+  return files
+
+
 def checkpoint_key(directory: str, precision: str) -> str:
-  """The cache key of a conversion: checkpoint bytes, precision, version."""
+  """The cache key of a conversion: checkpoint bytes, precision, version.
+
+  The bytes are config.json's, model.safetensors' and those of the files
+  declaring its pooling, which the export copies.
+  """
   digest = hashlib.sha256()
-  for name in (CONFIG_FILE, WEIGHTS_FILE):
+  for name in (CONFIG_FILE, WEIGHTS_FILE, *_pooling_files(directory)):
     with tf.io.gfile.GFile(os.path.join(directory, name), 'rb') as f:
       while True:
         block = f.read(1 << 24)
