@@ -3,16 +3,17 @@
 `latest_run` gives the newest pipeline run's executions, each with its node
 name and the artifacts on its input and output events (what `autostrategy
 run` prints, `autostrategy report` draws and an interrupted run cancels);
-`latest_finished` gives a node's newest COMPLETE or CACHED execution in any
-run (the Transform output `autostrategy rehearse` reuses). Only metadata is
-read here: the files behind the artifacts' URIs are the callers'.
+`latest_finished` gives each named node's newest COMPLETE or CACHED
+execution in any run (the Transform output `autostrategy rehearse` reuses).
+Only metadata is read here: the files behind the artifacts' URIs are the
+callers'.
 
 ml_metadata and TFX are imported inside the functions, so importing this
 module is cheap.
 """
 
 import dataclasses
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 # An event's key (e.g. 'transformed_examples', 'baseline_model') -> the
 # artifacts on it, each with its type's name ('Examples', 'ModelBlessing').
@@ -110,18 +111,22 @@ def latest_run(metadata_path: str) -> Tuple[Any, List[NodeExecution]]:
                  for execution in executions]
 
 
-def latest_finished(metadata_path: str, node: str) -> Optional[NodeExecution]:
-  """`node`'s newest COMPLETE or CACHED execution in any run, or None."""
+def latest_finished(metadata_path: str, nodes: Sequence[str]
+                    ) -> Dict[str, Optional[NodeExecution]]:
+  """Each node's newest COMPLETE or CACHED execution in any run (or None)."""
   from ml_metadata.proto import metadata_store_pb2  # pylint: disable=g-import-not-at-top
   store = connect(metadata_path)
   done = (metadata_store_pb2.Execution.COMPLETE,
           metadata_store_pb2.Execution.CACHED)
-  node_names = _node_names(store)
-  executions = [e for context_id, name in node_names.items() if name == node
-                for e in store.get_executions_by_context(context_id)
-                if e.last_known_state in done]
-  if not executions:
-    return None
-  execution = max(executions,
-                  key=lambda e: (e.last_update_time_since_epoch, e.id))
-  return _read(store, execution, node_names, _type_names(store))
+  node_names, type_names = _node_names(store), _type_names(store)
+  found: Dict[str, Optional[NodeExecution]] = {}
+  for node in nodes:
+    executions = [e for context_id, name in node_names.items() if name == node
+                  for e in store.get_executions_by_context(context_id)
+                  if e.last_known_state in done]
+    found[node] = None
+    if executions:
+      newest = max(executions,
+                   key=lambda e: (e.last_update_time_since_epoch, e.id))
+      found[node] = _read(store, newest, node_names, type_names)
+  return found

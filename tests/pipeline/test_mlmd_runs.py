@@ -102,11 +102,11 @@ def test_latest_finished_skips_unfinished_executions_across_runs(store):
                outputs=[('transform_graph', 'TransformGraph', '/2/graph')])
   fake.execute(second, 'Trainer', pb.Execution.RUNNING)
 
-  found = mlmd_runs.latest_finished(path, 'Transform')
-  assert found.node == 'Transform'
-  assert found.output('transform_graph').uri == '/1/graph'
-  assert mlmd_runs.latest_finished(path, 'Trainer') is None
-  assert mlmd_runs.latest_finished(path, 'Pusher') is None
+  found = mlmd_runs.latest_finished(path, ('Transform', 'Trainer', 'Pusher'))
+  assert sorted(found) == ['Pusher', 'Trainer', 'Transform']
+  assert found['Transform'].node == 'Transform'
+  assert found['Transform'].output('transform_graph').uri == '/1/graph'
+  assert found['Trainer'] is None and found['Pusher'] is None
 
 
 def test_an_empty_store_has_no_latest_run(store):

@@ -23,6 +23,10 @@ from tfx_autostrategy.kubeflow import worker_pools
 from tfx_autostrategy.pipeline import schema_render
 
 
+# The Trainer's options `compile` takes (the rest is the machine's).
+_TRAINING_OPTIONS = ('model', 'epochs', 'per_replica_batch_size')
+
+
 def add_parser(commands) -> None:
   """Adds `autostrategy compile` to the `commands` subparsers."""
   compile_ = commands.add_parser(
@@ -69,7 +73,7 @@ def add_parser(commands) -> None:
                         help='--data has train/ and eval/ subdirectories')
   compile_.add_argument('--service-account', default='',
                         help='service account of the Vertex AI training job')
-  training_options.add(compile_, 'model', 'epochs', 'per_replica_batch_size')
+  training_options.add(compile_, *_TRAINING_OPTIONS)
   compile_.add_argument('--no-cache', action='store_true',
                         help='re-run every component')
   compile_.add_argument('--spot', action='store_true',
@@ -130,8 +134,7 @@ def run(args: argparse.Namespace) -> int:
         id_type=args.id_type,
         serving_model_dir=args.serving_model_dir, presplit=args.presplit,
         service_account=args.service_account,
-        trainer=training_options.settings_from(
-            args, ('model', 'epochs', 'per_replica_batch_size')),
+        trainer=training_options.settings_from(args, _TRAINING_OPTIONS),
         enable_cache=not args.no_cache, spot=args.spot,
         restart_on_worker_restart=args.restart_on_worker_restart,
         job_timeout_seconds=(scheduling.parse_duration(args.job_timeout)

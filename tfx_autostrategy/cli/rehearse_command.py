@@ -33,6 +33,10 @@ DEFAULT_OUTPUT = 'outputs/rehearse'
 EPOCHS = 2
 
 
+# The Trainer's options `rehearse` takes (the machine gives the rest).
+_TRAINING_OPTIONS = ('model', 'hub_model_path', 'per_replica_batch_size')
+
+
 def add_parser(commands) -> None:
   """Adds `autostrategy rehearse` to the `commands` subparsers."""
   from tfx_autostrategy.cli import compile_command  # pylint: disable=g-import-not-at-top
@@ -53,7 +57,7 @@ def add_parser(commands) -> None:
                       help='training steps (default: two epochs of one '
                       'execution of steps_per_execution steps each)')
   training_options.add(
-      parser, 'model', 'hub_model_path', 'per_replica_batch_size',
+      parser, *_TRAINING_OPTIONS,
       hub_model_path='the encoder of --model hub (default: the checkpoint '
       'whose tokenizer the reused Transform output used)')
   parser.add_argument('--json', action='store_true',
@@ -144,7 +148,7 @@ def _run_locked(args: argparse.Namespace, lock: contextlib.ExitStack) -> int:
                                                            None))))
     upstream = rehearse_upstream.prepare_upstream(args.data, args.output, out)
     trainer_settings = training_options.settings_from(
-        args, ('model', 'per_replica_batch_size'), epochs=EPOCHS,
+        args, _TRAINING_OPTIONS, epochs=EPOCHS,
         accelerator=shape.kind,
         hub_model_path=hub_model_path(args, upstream['text_settings']))
   except (ValueError, OSError, run_lock.RunLockedError) as error:

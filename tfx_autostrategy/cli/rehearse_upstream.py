@@ -30,14 +30,16 @@ def _upstream_from_mlmd(metadata_path: str) -> Optional[Dict[str, Any]]:
     return {'type': type_name, 'uri': artifact.uri,
             'splits': json.loads(splits.string_value) if splits else None}
 
-  transform = mlmd_runs.latest_finished(metadata_path, pipeline_lib.TRANSFORM)
+  latest = mlmd_runs.latest_finished(
+      metadata_path, (pipeline_lib.TRANSFORM, pipeline_lib.STATISTICS_GEN,
+                      pipeline_lib.SCHEMA_GEN))
+  transform = latest[pipeline_lib.TRANSFORM]
   inputs = {
       'examples': described(transform, 'transformed_examples'),
       'transform_graph': described(transform, 'transform_graph'),
-      'statistics': described(mlmd_runs.latest_finished(
-          metadata_path, pipeline_lib.STATISTICS_GEN), 'statistics'),
-      'schema': described(mlmd_runs.latest_finished(
-          metadata_path, pipeline_lib.SCHEMA_GEN), 'schema'),
+      'statistics': described(latest[pipeline_lib.STATISTICS_GEN],
+                              'statistics'),
+      'schema': described(latest[pipeline_lib.SCHEMA_GEN], 'schema'),
   }
   if not all(inputs.values()):
     return None
