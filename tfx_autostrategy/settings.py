@@ -192,8 +192,11 @@ def from_json(cls: Type[T], text: Any) -> T:
   """Parses JSON (or an already-parsed dict) into the settings dataclass `cls`.
 
   Unknown keys are an error, so a misspelt setting never silently falls back to
-  its default.
+  its default. An instance of `cls` (parsed already, e.g. by the Trainer's
+  executor for `run_fn`) is returned as it is.
   """
+  if isinstance(text, cls):
+    return text
   values: Dict[str, Any] = json.loads(text) if isinstance(text, str) else dict(text or {})
   known = {f.name for f in dataclasses.fields(cls)}
   unknown = sorted(set(values) - known)

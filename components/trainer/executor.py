@@ -1,9 +1,10 @@
 """Executor of AutoStrategyTrainer: the stock generic executor plus settings.
 
-It hands the component's two settings parameters (`spec.py`, JSON) to
-`run_fn` unchanged in `custom_config`, where `run_fn` parses them once
-(`trainer_module.settings_from_config`), derives example counts from the
-statistics artifact (the stock Trainer cannot size epochs from data;
+It parses the component's two settings parameters (`spec.py`, JSON) once,
+first, so that a bad setting fails the step with its cause before any
+artifact is read, and hands `run_fn` the parsed settings in `custom_config`
+(not re-encoded: `trainer_module.settings_from_config` takes them as they
+are), derives example counts from the statistics artifact (the stock Trainer cannot size epochs from data;
 tensorflow/tfx#1355, #2810), rejects labels outside {0, 1} before training,
 picks a resumable backup directory, and lets non-chief workers finish without
 a serving export of their own.
@@ -37,9 +38,9 @@ class LabelError(ValueError):
   """Labels outside the allowed values (accelerators would turn them into NaN)."""
 
 
-def _settings_json(exec_properties: Dict[str, Any], key: str) -> str:
-  """A settings parameter as the component carries it (JSON; '{}' if unset)."""
-  return exec_properties.get(key) or '{}'
+def _parse_settings(exec_properties: Dict[str, Any], key: str, cls):
+  """A settings parameter (JSON; unset: the defaults), parsed and checked."""
+  return settings_lib.from_json(cls, exec_properties.get(key) or '{}')
 
 
 def example_counts(statistics: types.Artifact) -> Dict[str, int]:
@@ -108,19 +109,17 @@ class Executor(trainer_executor.GenericExecutor):
          output_dict: Dict[str, List[types.Artifact]],
          exec_properties: Dict[str, Any]) -> None:
     self._log_startup(input_dict, output_dict, exec_properties)
+    # Settings first: a bad one is the step's error, not what it leads to.
+    trainer_settings = _parse_settings(
+        exec_properties, spec.TRAINER_SETTINGS_KEY,
+        settings_lib.TrainerSettings)
+    text_settings = _parse_settings(
+        exec_properties, spec.TEXT_SETTINGS_KEY, settings_lib.TextSettings)
     custom_config = json_utils.loads(
         exec_properties.get(std.CUSTOM_CONFIG_KEY) or 'null') or {}
-    custom_config[trainer_module.TRAINER_KEY] = _settings_json(
-        exec_properties, spec.TRAINER_SETTINGS_KEY)
-    custom_config[trainer_module.TEXT_KEY] = _settings_json(
-        exec_properties, spec.TEXT_SETTINGS_KEY)
     statistics = input_dict.get(spec.STATISTICS_KEY)
     if statistics:
-      # The one field read before run_fn: which raw column holds the labels.
-      label_column = settings_lib.from_json(
-          settings_lib.TextSettings,
-          custom_config[trainer_module.TEXT_KEY]).label_column
-      check_labels(statistics[0], label_column)
+      check_labels(statistics[0], text_settings.label_column)
       custom_config[trainer_module.EXAMPLE_COUNTS_KEY] = example_counts(
           statistics[0])
     custom_config[trainer_module.BACKUP_DIR_KEY] = backup_dir_for(
@@ -129,9 +128,11 @@ class Executor(trainer_executor.GenericExecutor):
     exec_properties = dict(exec_properties)
     exec_properties[std.CUSTOM_CONFIG_KEY] = json_utils.dumps(custom_config)
     fn_args = self._GetFnArgs(input_dict, output_dict, exec_properties)
+    # The parsed settings, after _GetFnArgs has read custom_config's JSON.
+    fn_args.custom_config[trainer_module.TRAINER_KEY] = trainer_settings
+    fn_args.custom_config[trainer_module.TEXT_KEY] = text_settings
     run_fn = udf_utils.get_fn(exec_properties, 'run_fn')
-    absl.logging.info('Training model with %s.',
-                      custom_config[trainer_module.TRAINER_KEY])
+    absl.logging.info('Training model with %s.', trainer_settings)
     run_fn(fn_args)
 
     if (cluster.chief_from_environ()

@@ -39,7 +39,11 @@ REHEARSAL_KEY = 'rehearsal'
 def settings_from_config(custom_config: Optional[Dict[str, Any]]
                         ) -> Tuple[settings_lib.TrainerSettings,
                                    settings_lib.TextSettings]:
-  """Parses the trainer and text settings carried by `custom_config`."""
+  """The trainer and text settings `custom_config` carries.
+
+  The executor puts them there parsed (`settings.from_json` returns those as
+  they are); JSON or a dict is parsed.
+  """
   custom_config = custom_config or {}
   return (settings_lib.from_json(settings_lib.TrainerSettings,
                                  custom_config.get(TRAINER_KEY, '{}')),
