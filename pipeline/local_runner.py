@@ -44,6 +44,10 @@ class Layout:
     return os.path.join(self.output_dir, 'metadata.sqlite')
 
   @property
+  def summary_path(self) -> str:
+    return os.path.join(self.output_dir, 'summary.json')
+
+  @property
   def serving_model_dir(self) -> str:
     return os.path.join(self.output_dir, 'serving_model')
 

@@ -25,12 +25,13 @@ def run(args: argparse.Namespace) -> int:
   from tfx_autostrategy.cli import run_outcome  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.pipeline import local_runner  # pylint: disable=g-import-not-at-top
   from tfx_autostrategy.pipeline import run_lock  # pylint: disable=g-import-not-at-top
-  from tfx_autostrategy.report import facts  # pylint: disable=g-import-not-at-top
   output_dir = os.path.abspath(args.output)
-  if not any(os.path.exists(os.path.join(output_dir, name)) for name in (
-      facts.SUMMARY_FILE, facts.METADATA_FILE)):
+  layout = local_runner.Layout(output_dir)
+  if not any(os.path.exists(path) for path in (layout.summary_path,
+                                                layout.metadata_path)):
     print(f'error: {output_dir}: no run found (neither '
-          f'{facts.SUMMARY_FILE} nor {facts.METADATA_FILE}); pass '
+          f'{os.path.basename(layout.summary_path)} nor '
+          f'{os.path.basename(layout.metadata_path)}); pass '
           'the --output of an `autostrategy run`', file=sys.stderr)
     return EXIT_BAD_INPUT
   try:
@@ -38,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     with run_lock.hold(output_dir, command=run_lock.command_line(
         getattr(args, 'argv', None))):
       path, model_run = run_outcome.write_report(
-          output_dir, local_runner.Layout(output_dir).log_path, sys.stdout)
+          output_dir, layout.log_path, sys.stdout)
       run_outcome.print_report_lines(path, model_run, sys.stdout)
   except (OSError, run_lock.RunLockedError) as error:
     print(f'error: {error}', file=sys.stderr)

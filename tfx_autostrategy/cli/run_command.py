@@ -111,7 +111,7 @@ def _run_locked(args: argparse.Namespace, defaults: Mapping[str, Any],
   config, report = checked.config, checked.report
 
   layout = local_runner.Layout(os.path.abspath(args.output))
-  summary_path = os.path.join(layout.output_dir, 'summary.json')
+  summary_path = layout.summary_path
   print(f'data: {os.path.abspath(checked.data_root)} ({report.layout}, '
         f'{sum(report.rows.values())} rows)', file=out)
   if checked.lengths.line:

@@ -13,10 +13,8 @@ import os
 from typing import Any, Dict, List, Optional
 
 from tfx_autostrategy import conventions
+from tfx_autostrategy.pipeline import local_runner
 from tfx_autostrategy.pipeline import mlmd_runs
-
-SUMMARY_FILE = 'summary.json'
-METADATA_FILE = 'metadata.sqlite'
 
 
 def _read_json(path: str):
@@ -77,12 +75,13 @@ def collect(output_dir: str) -> Dict[str, Any]:
       store: no run wrote there.
   """
   output_dir = os.path.abspath(output_dir)
-  summary_path = os.path.join(output_dir, SUMMARY_FILE)
-  metadata_path = os.path.join(output_dir, METADATA_FILE)
+  layout = local_runner.Layout(output_dir)
+  summary_path, metadata_path = layout.summary_path, layout.metadata_path
   if not os.path.exists(summary_path) and not os.path.exists(metadata_path):
     raise FileNotFoundError(
-        f'{output_dir}: no run found (neither {SUMMARY_FILE} nor '
-        f'{METADATA_FILE}); pass the --output of an `autostrategy run`')
+        f'{output_dir}: no run found (neither '
+        f'{os.path.basename(summary_path)} nor '
+        f'{os.path.basename(metadata_path)}); pass the --output of an `autostrategy run`')
   facts: Dict[str, Any] = {
       'output_dir': output_dir, 'summary': {}, 'rows': {}, 'plan': None,
       'history': [], 'plots': None, 'anomalies': [], 'baseline_model': None,
